@@ -1,0 +1,56 @@
+package abi
+
+import (
+	"fmt"
+	"runtime/debug"
+
+	"github.com/wafsweep/wafsweep/filter/waf"
+)
+
+// onPanic is the panic barrier's answer, called from the deferred recover
+// of every stream hook. It logs the panic once with its stack, counts it,
+// and returns the hook status for the configured failure mode: closed sends
+// the failure reply (if nothing was sent yet) and stops the stream, open lets
+// it continue uninspected. f is nil when the panic came before the stream's
+// object was found.
+func onPanic[T any](f *httpFilter, s stream, hook string, recovered any, closed, open T) T {
+	if f != nil && f.failed {
+		return closedOrOpen(f, closed, open)
+	}
+	envoyLogger{}.Log(waf.LevelError, fmt.Sprintf("[corazawaf] panic in %s hook, stream answered by the failure mode: %v\n%s",
+		hook, recovered, debug.Stack()))
+	if f == nil {
+		s.sendReply(&waf.LocalReply{Status: 500, Details: "corazawaf_panic"})
+		return closed
+	}
+	f.failed = true
+	if f.config != nil && f.config.metrics != nil && !f.complete {
+		f.config.metrics.countError(s, "panic", 1)
+	}
+	if failOpen(f) {
+		return open
+	}
+	if !f.replied && !f.complete {
+		f.replied = true
+		s.sendReply(&waf.LocalReply{Status: failureStatus(f), Details: "corazawaf_panic"})
+	}
+	return closed
+}
+
+func closedOrOpen[T any](f *httpFilter, closed, open T) T {
+	if failOpen(f) {
+		return open
+	}
+	return closed
+}
+
+func failOpen(f *httpFilter) bool {
+	return f.config != nil && f.config.filter.Settings().FailureMode == waf.FailOpen
+}
+
+func failureStatus(f *httpFilter) int {
+	if f.config == nil {
+		return 500
+	}
+	return f.config.filter.Settings().FailureStatus
+}

@@ -1,0 +1,305 @@
+package abi
+
+/*
+#include "glue.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/wafsweep/wafsweep/filter/waf"
+)
+
+// This file holds the event hooks Envoy calls (names without the
+// envoy_dynamic_module_on_ prefix are what the ABI documents). Each one is a
+// few lines: find the object, call package waf, map the decision back.
+
+//export envoy_dynamic_module_on_program_init
+func envoy_dynamic_module_on_program_init() C.envoy_dynamic_module_type_abi_version_module_ptr {
+	return C.wafsweep_abi_version_ptr()
+}
+
+//export envoy_dynamic_module_on_http_filter_config_new
+func envoy_dynamic_module_on_http_filter_config_new(configEnvoy C.envoy_dynamic_module_type_http_filter_config_envoy_ptr,
+	name, config C.envoy_dynamic_module_type_envoy_buffer) (out C.envoy_dynamic_module_type_http_filter_config_module_ptr) {
+	defer func() {
+		if r := recover(); r != nil {
+			logError("filter config rejected: panic while building it: %v", r)
+			out = nil
+		}
+	}()
+	f, err := waf.NewFilter(envoyBytes(config), envoyLogger{})
+	if err != nil {
+		logError("filter config %q rejected: %v", envoyString(name.ptr, name.length), err)
+		return nil
+	}
+	m, err := defineMetrics(configEnvoy)
+	if err != nil {
+		logError("filter config %q rejected: %v", envoyString(name.ptr, name.length), err)
+		return nil
+	}
+	return C.envoy_dynamic_module_type_http_filter_config_module_ptr(newHandle(&filterConfig{filter: f, metrics: m}))
+}
+
+//export envoy_dynamic_module_on_http_filter_config_destroy
+func envoy_dynamic_module_on_http_filter_config_destroy(p C.envoy_dynamic_module_type_http_filter_config_module_ptr) {
+	defer recoverQuietly("http_filter_config_destroy")
+	deleteHandle(unsafe.Pointer(p))
+}
+
+//export envoy_dynamic_module_on_http_filter_per_route_config_new
+func envoy_dynamic_module_on_http_filter_per_route_config_new(name, config C.envoy_dynamic_module_type_envoy_buffer) (out C.envoy_dynamic_module_type_http_filter_per_route_config_module_ptr) {
+	defer func() {
+		if r := recover(); r != nil {
+			logError("per-route config rejected: panic while building it: %v", r)
+			out = nil
+		}
+	}()
+	rc, err := waf.ParseRouteConfig(envoyBytes(config))
+	if err == nil {
+		var route *waf.Route
+		if route, err = waf.NewRoute(rc, envoyLogger{}); err == nil {
+			return C.envoy_dynamic_module_type_http_filter_per_route_config_module_ptr(newHandle(&routeConfig{route: route}))
+		}
+	}
+	logError("per-route config %q rejected: %v", envoyString(name.ptr, name.length), err)
+	return nil
+}
+
+//export envoy_dynamic_module_on_http_filter_per_route_config_destroy
+func envoy_dynamic_module_on_http_filter_per_route_config_destroy(p C.envoy_dynamic_module_type_http_filter_per_route_config_module_ptr) {
+	defer recoverQuietly("http_filter_per_route_config_destroy")
+	deleteHandle(unsafe.Pointer(p))
+}
+
+//export envoy_dynamic_module_on_http_filter_new
+func envoy_dynamic_module_on_http_filter_new(configPtr C.envoy_dynamic_module_type_http_filter_config_module_ptr,
+	_ C.envoy_dynamic_module_type_http_filter_envoy_ptr) (out C.envoy_dynamic_module_type_http_filter_module_ptr) {
+	defer func() {
+		if r := recover(); r != nil {
+			logError("creating a stream: %v", r)
+			out = nil
+		}
+	}()
+	cfg := objectOf[filterConfig](unsafe.Pointer(configPtr))
+	return C.envoy_dynamic_module_type_http_filter_module_ptr(newHandle(&httpFilter{config: cfg}))
+}
+
+//export envoy_dynamic_module_on_http_filter_request_headers
+func envoy_dynamic_module_on_http_filter_request_headers(envoyPtr C.envoy_dynamic_module_type_http_filter_envoy_ptr,
+	modulePtr C.envoy_dynamic_module_type_http_filter_module_ptr, endOfStream C.bool) (status C.envoy_dynamic_module_type_on_http_filter_request_headers_status) {
+	s := stream{envoyPtr}
+	var f *httpFilter
+	defer func() {
+		if r := recover(); r != nil {
+			status = onPanic(f, s, "request_headers", r, reqHeadersStop, reqHeadersContinue)
+		}
+	}()
+	f = objectOf[httpFilter](unsafe.Pointer(modulePtr))
+	if f.failed {
+		return closedOrOpen(f, reqHeadersStop, reqHeadersContinue)
+	}
+	var route *waf.Route
+	if p, ok := s.routeConfig(); ok {
+		route = objectOf[routeConfig](unsafe.Pointer(p)).route
+	}
+	var err error
+	if f.stream, err = f.config.filter.NewStream(route); err != nil {
+		panic(fmt.Errorf("starting the stream: %w", err))
+	}
+	d := f.stream.OnRequestHeaders(s.requestHead(bool(endOfStream)))
+	return pick(f.apply(s, d), reqHeadersContinue, reqHeadersStop)
+}
+
+//export envoy_dynamic_module_on_http_filter_request_body
+func envoy_dynamic_module_on_http_filter_request_body(envoyPtr C.envoy_dynamic_module_type_http_filter_envoy_ptr,
+	modulePtr C.envoy_dynamic_module_type_http_filter_module_ptr, endOfStream C.bool) (status C.envoy_dynamic_module_type_on_http_filter_request_body_status) {
+	s := stream{envoyPtr}
+	var f *httpFilter
+	defer func() {
+		if r := recover(); r != nil {
+			status = onPanic(f, s, "request_body", r, reqBodyStop, reqBodyContinue)
+		}
+	}()
+	f = objectOf[httpFilter](unsafe.Pointer(modulePtr))
+	if f.failed {
+		return closedOrOpen(f, reqBodyStop, reqBodyContinue)
+	}
+	if f.stream == nil || f.replied {
+		return reqBodyContinue
+	}
+	d := f.stream.OnRequestBody(s.bodyFrames(C.BODY_RECEIVED_REQUEST), bool(endOfStream))
+	return pickBody(f.apply(s, d), reqBodyContinue, reqBodyBuffer, reqBodyStop)
+}
+
+//export envoy_dynamic_module_on_http_filter_request_trailers
+func envoy_dynamic_module_on_http_filter_request_trailers(envoyPtr C.envoy_dynamic_module_type_http_filter_envoy_ptr,
+	modulePtr C.envoy_dynamic_module_type_http_filter_module_ptr) (status C.envoy_dynamic_module_type_on_http_filter_request_trailers_status) {
+	s := stream{envoyPtr}
+	var f *httpFilter
+	defer func() {
+		if r := recover(); r != nil {
+			status = onPanic(f, s, "request_trailers", r, reqTrailersStop, reqTrailersContinue)
+		}
+	}()
+	f = objectOf[httpFilter](unsafe.Pointer(modulePtr))
+	if f.failed {
+		return closedOrOpen(f, reqTrailersStop, reqTrailersContinue)
+	}
+	if f.stream == nil || f.replied {
+		return reqTrailersContinue
+	}
+	return pick(f.apply(s, f.stream.OnRequestTrailers()), reqTrailersContinue, reqTrailersStop)
+}
+
+//export envoy_dynamic_module_on_http_filter_response_headers
+func envoy_dynamic_module_on_http_filter_response_headers(envoyPtr C.envoy_dynamic_module_type_http_filter_envoy_ptr,
+	modulePtr C.envoy_dynamic_module_type_http_filter_module_ptr, endOfStream C.bool) (status C.envoy_dynamic_module_type_on_http_filter_response_headers_status) {
+	s := stream{envoyPtr}
+	var f *httpFilter
+	defer func() {
+		if r := recover(); r != nil {
+			status = onPanic(f, s, "response_headers", r, respHeadersStop, respHeadersContinue)
+		}
+	}()
+	f = objectOf[httpFilter](unsafe.Pointer(modulePtr))
+	// Our own local replies pass through the encoder chain too: let them out.
+	if f.failed || f.replied || f.stream == nil {
+		return respHeadersContinue
+	}
+	code, headers := s.responseHead()
+	d := f.stream.OnResponseHeaders(code, headers, bool(endOfStream))
+	return pick(f.apply(s, d), respHeadersContinue, respHeadersStop)
+}
+
+//export envoy_dynamic_module_on_http_filter_response_body
+func envoy_dynamic_module_on_http_filter_response_body(envoyPtr C.envoy_dynamic_module_type_http_filter_envoy_ptr,
+	modulePtr C.envoy_dynamic_module_type_http_filter_module_ptr, endOfStream C.bool) (status C.envoy_dynamic_module_type_on_http_filter_response_body_status) {
+	s := stream{envoyPtr}
+	var f *httpFilter
+	defer func() {
+		if r := recover(); r != nil {
+			status = onPanic(f, s, "response_body", r, respBodyStop, respBodyContinue)
+		}
+	}()
+	f = objectOf[httpFilter](unsafe.Pointer(modulePtr))
+	if f.failed || f.replied || f.stream == nil {
+		return respBodyContinue
+	}
+	d := f.stream.OnResponseBody(s.bodyFrames(C.BODY_RECEIVED_RESPONSE), bool(endOfStream))
+	return pickBody(f.apply(s, d), respBodyContinue, respBodyBuffer, respBodyStop)
+}
+
+//export envoy_dynamic_module_on_http_filter_response_trailers
+func envoy_dynamic_module_on_http_filter_response_trailers(envoyPtr C.envoy_dynamic_module_type_http_filter_envoy_ptr,
+	modulePtr C.envoy_dynamic_module_type_http_filter_module_ptr) (status C.envoy_dynamic_module_type_on_http_filter_response_trailers_status) {
+	s := stream{envoyPtr}
+	var f *httpFilter
+	defer func() {
+		if r := recover(); r != nil {
+			status = onPanic(f, s, "response_trailers", r, respTrailersStop, respTrailersContinue)
+		}
+	}()
+	f = objectOf[httpFilter](unsafe.Pointer(modulePtr))
+	if f.failed || f.replied || f.stream == nil {
+		return respTrailersContinue
+	}
+	return pick(f.apply(s, f.stream.OnResponseTrailers()), respTrailersContinue, respTrailersStop)
+}
+
+// stream_complete is where end-of-stream work happens (logging phase,
+// metrics, Close): since Envoy 1.40 destroy runs deferred, after the stream
+// is gone, so its callbacks can no longer reach the stream's stats.
+//
+//export envoy_dynamic_module_on_http_filter_stream_complete
+func envoy_dynamic_module_on_http_filter_stream_complete(envoyPtr C.envoy_dynamic_module_type_http_filter_envoy_ptr,
+	modulePtr C.envoy_dynamic_module_type_http_filter_module_ptr) {
+	s := stream{envoyPtr}
+	var f *httpFilter
+	defer func() {
+		if r := recover(); r != nil {
+			onPanic(f, s, "stream_complete", r, 0, 0)
+		}
+	}()
+	f = objectOf[httpFilter](unsafe.Pointer(modulePtr))
+	if f.complete {
+		return
+	}
+	f.complete = true
+	if f.stream == nil || f.failed {
+		return
+	}
+	outcome := f.stream.Complete()
+	f.config.metrics.record(s, outcome)
+	if outcome.Detected != nil {
+		s.setMetadataNumber(f.namespace(), "detected_rule_id", float64(outcome.Detected.RuleID))
+	}
+}
+
+//export envoy_dynamic_module_on_http_filter_destroy
+func envoy_dynamic_module_on_http_filter_destroy(modulePtr C.envoy_dynamic_module_type_http_filter_module_ptr) {
+	defer recoverQuietly("http_filter_destroy")
+	f := objectOf[httpFilter](unsafe.Pointer(modulePtr))
+	if !f.complete && f.stream != nil && !f.failed {
+		// Envoy always reports completion first; this only guards against a
+		// transaction staying open if it ever does not.
+		f.stream.Complete()
+	}
+	deleteHandle(unsafe.Pointer(modulePtr))
+}
+
+// apply carries out a decision's side effects and reports the action left
+// for the hook status.
+func (f *httpFilter) apply(s stream, d waf.Decision) waf.Action {
+	switch d.Action {
+	case waf.Hold:
+		s.raiseBufferLimit(d.BufferLimit)
+	case waf.Reply:
+		f.replied = true
+		if v := d.Reply.Verdict; v != nil {
+			ns := f.namespace()
+			s.setMetadataNumber(ns, "rule_id", float64(v.RuleID))
+			s.setMetadataNumber(ns, "status", float64(v.Status))
+			s.setMetadataString(ns, "action", v.Action)
+			s.setMetadataString(ns, "phase", v.Phase)
+		}
+		s.sendReply(d.Reply)
+	}
+	return d.Action
+}
+
+func (f *httpFilter) namespace() string { return f.config.filter.Settings().MetadataNamespace }
+
+// pick maps an action onto a headers or trailers status.
+func pick[T any](a waf.Action, cont, stop T) T {
+	if a == waf.Continue {
+		return cont
+	}
+	return stop
+}
+
+// pickBody maps an action onto a body status: held frames stay in Envoy's
+// buffer; after a reply nothing more is buffered.
+func pickBody[T any](a waf.Action, cont, buffer, stop T) T {
+	switch a {
+	case waf.Continue:
+		return cont
+	case waf.Hold:
+		return buffer
+	default:
+		return stop
+	}
+}
+
+func logError(format string, args ...any) {
+	envoyLogger{}.Log(waf.LevelError, "[corazawaf] "+fmt.Sprintf(format, args...))
+}
+
+// recoverQuietly guards hooks that have no stream to answer.
+func recoverQuietly(hook string) {
+	if r := recover(); r != nil {
+		logError("panic in %s: %v", hook, r)
+	}
+}

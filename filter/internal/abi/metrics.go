@@ -1,0 +1,93 @@
+package abi
+
+/*
+#include "glue.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/wafsweep/wafsweep/filter/waf"
+)
+
+// metrics are the filter's Envoy stats, defined once per filter config (the
+// ABI only allows defining them in the config hook) and recorded per stream.
+// With metrics_namespace "corazawaf" they appear in /stats as
+// corazawaf.<name> and in /stats/prometheus with their labels.
+type metrics struct {
+	transactions  C.size_t // counter: streams inspected
+	blocked       C.size_t // counter{phase, rule_id}: streams interrupted
+	detected      C.size_t // counter{phase, rule_id}: DetectionOnly would-be interruptions
+	errors        C.size_t // counter{kind}: Coraza errors and panics
+	inspectionUS  C.size_t // histogram: µs inside Coraza per stream
+	bypassed      C.size_t // counter: streams with the WAF off for their route
+}
+
+func defineMetrics(cfg C.envoy_dynamic_module_type_http_filter_config_envoy_ptr) (*metrics, error) {
+	m := &metrics{}
+	defs := []struct {
+		id        *C.size_t
+		name      string
+		histogram bool
+		labels    []string
+	}{
+		{&m.transactions, "transactions", false, nil},
+		{&m.blocked, "blocked", false, []string{"phase", "rule_id"}},
+		{&m.detected, "detected", false, []string{"phase", "rule_id"}},
+		{&m.errors, "errors", false, []string{"kind"}},
+		{&m.inspectionUS, "inspection_time_us", true, nil},
+		{&m.bypassed, "bypassed", false, nil},
+	}
+	var errs []error
+	for _, d := range defs {
+		l1, l2 := "", ""
+		if len(d.labels) > 0 {
+			l1 = d.labels[0]
+		}
+		if len(d.labels) > 1 {
+			l2 = d.labels[1]
+		}
+		hist := C.int(0)
+		if d.histogram {
+			hist = 1
+		}
+		res := C.wafsweep_define_metric(cfg, hist, cstr(d.name), C.size_t(len(d.name)),
+			cstr(l1), C.size_t(len(l1)), cstr(l2), C.size_t(len(l2)), C.size_t(len(d.labels)), d.id)
+		if res != C.METRICS_SUCCESS {
+			errs = append(errs, fmt.Errorf("defining metric %s: result %d", d.name, int(res)))
+		}
+	}
+	return m, errors.Join(errs...)
+}
+
+// record writes a finished stream's outcome.
+func (m *metrics) record(s stream, o waf.Outcome) {
+	if !o.Inspected {
+		C.envoy_dynamic_module_callback_http_filter_increment_counter(s.ptr, m.bypassed, nil, 0, 1)
+		return
+	}
+	C.envoy_dynamic_module_callback_http_filter_increment_counter(s.ptr, m.transactions, nil, 0, 1)
+	C.envoy_dynamic_module_callback_http_filter_record_histogram_value(s.ptr, m.inspectionUS, nil, 0,
+		C.uint64_t(o.InspectionTime.Microseconds()))
+	if o.Blocked != nil {
+		m.countVerdict(s, m.blocked, o.Blocked)
+	}
+	if o.Detected != nil {
+		m.countVerdict(s, m.detected, o.Detected)
+	}
+	if o.Errors > 0 {
+		m.countError(s, "coraza", uint64(o.Errors))
+	}
+}
+
+func (m *metrics) countVerdict(s stream, id C.size_t, v *waf.Verdict) {
+	rule := strconv.Itoa(v.RuleID)
+	C.wafsweep_increment_counter2(s.ptr, id, cstr(v.Phase), C.size_t(len(v.Phase)), cstr(rule), C.size_t(len(rule)), 1)
+}
+
+func (m *metrics) countError(s stream, kind string, n uint64) {
+	C.wafsweep_increment_counter1(s.ptr, m.errors, cstr(kind), C.size_t(len(kind)), C.uint64_t(n))
+}

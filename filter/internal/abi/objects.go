@@ -1,0 +1,45 @@
+package abi
+
+import (
+	"runtime/cgo"
+	"unsafe"
+
+	"github.com/wafsweep/wafsweep/filter/waf"
+)
+
+// filterConfig is what Envoy's http_filter_config points at (by handle).
+type filterConfig struct {
+	filter  *waf.Filter
+	metrics *metrics
+}
+
+// routeConfig is what a DynamicModuleFilterPerRoute points at.
+type routeConfig struct {
+	route *waf.Route
+}
+
+// httpFilter is the module side of one HTTP stream.
+type httpFilter struct {
+	config *filterConfig
+	stream *waf.Stream // created on request headers, once the route is known
+	// failed is set after a panic: later hooks take the failure path
+	// without touching the WAF again, and the panic is logged only once.
+	failed   bool
+	replied  bool // a local reply was sent for this stream
+	complete bool // stream_complete ran
+}
+
+// objectOf returns the Go object behind a module pointer Envoy handed back.
+// cgo.Handle.Value panics on an unknown handle; every caller runs inside a
+// panic barrier.
+func objectOf[T any](p unsafe.Pointer) *T {
+	return handleOf(p).Value().(*T)
+}
+
+func newHandle(v any) unsafe.Pointer { return pointerOf(cgo.NewHandle(v)) }
+
+func deleteHandle(p unsafe.Pointer) {
+	if p != nil {
+		handleOf(p).Delete()
+	}
+}

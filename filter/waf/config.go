@@ -1,0 +1,188 @@
+package waf
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Mode says what the filter does with Coraza's verdicts.
+type Mode string
+
+const (
+	// ModeBlock acts on interruptions. The directives still decide: a rule set
+	// whose SecRuleEngine is DetectionOnly never interrupts.
+	ModeBlock Mode = "block"
+	// ModeDetect forces SecRuleEngine DetectionOnly after the directives: rules
+	// are evaluated and logged, nothing is blocked.
+	ModeDetect Mode = "detect"
+	// ModeOff disables the WAF: streams pass untouched and uncounted.
+	ModeOff Mode = "off"
+)
+
+// FailureMode says what a stream gets when the filter itself fails (a Coraza
+// error or a panic in the module).
+type FailureMode string
+
+const (
+	// FailClosed answers the stream with FailureStatus: nothing uninspected
+	// reaches the backend.
+	FailClosed FailureMode = "closed"
+	// FailOpen lets the stream through uninspected and counts the error.
+	FailOpen FailureMode = "open"
+)
+
+// Config is the filter configuration: the JSON in the DynamicModuleFilter's
+// filter_config (a StringValue holding JSON, or a Struct).
+type Config struct {
+	// Directives are SecLang lines, evaluated in order. Include names resolve
+	// against our embedded files, coraza-coreruleset, then the filesystem.
+	Directives []string `json:"directives"`
+	// Mode is block (default), detect or off.
+	Mode Mode `json:"mode"`
+	// FailureMode is closed (default) or open.
+	FailureMode FailureMode `json:"failure_mode"`
+	// FailureStatus is the status of the fail-closed reply (default 500).
+	FailureStatus int `json:"failure_status"`
+	// InspectResponse runs phases 3 and 4 (default true). Response bodies are
+	// inspected only when the directives enable SecResponseBodyAccess and the
+	// response's MIME type is listed in SecResponseBodyMimeType.
+	InspectResponse *bool `json:"inspect_response"`
+	// DenyResponse shapes the local reply sent on an interruption.
+	DenyResponse DenyResponse `json:"deny_response"`
+	// AuditLog, when set, writes Coraza's audit log as JSON lines to this
+	// file for relevant transactions (SecAuditEngine RelevantOnly).
+	AuditLog string `json:"audit_log"`
+	// LogMatchedRules writes ModSecurity-style lines ([id "942100"]) for
+	// every matched rule that logs, to Envoy's log (default true).
+	LogMatchedRules *bool `json:"log_matched_rules"`
+	// MetadataNamespace is the dynamic metadata namespace of verdicts
+	// (default "corazawaf").
+	MetadataNamespace string `json:"metadata_namespace"`
+
+	// testHooks is only accepted by builds with the corazawaf_testhooks tag.
+	TestHooks *TestHooks `json:"test_hooks,omitempty"`
+}
+
+// DenyResponse is the local reply sent when a rule interrupts a stream.
+type DenyResponse struct {
+	// Body of the reply (default empty).
+	Body string `json:"body"`
+	// Headers added to the reply, e.g. {"content-type": "text/plain"}.
+	Headers map[string]string `json:"headers"`
+}
+
+// TestHooks make the module misbehave on purpose, to prove the panic barrier.
+type TestHooks struct {
+	// PanicIn names the stream step that panics: request_headers,
+	// request_body, response_headers, response_body or stream_complete.
+	PanicIn string `json:"panic_in"`
+}
+
+// PanicSteps are the step names TestHooks.PanicIn accepts.
+var PanicSteps = []string{"request_headers", "request_body", "response_headers", "response_body", "stream_complete"}
+
+// ParseConfig decodes and validates a filter configuration. Unknown fields
+// are errors, so a typo does not silently disable a setting.
+func ParseConfig(data []byte) (Config, error) {
+	var c Config
+	if len(bytes.TrimSpace(data)) == 0 {
+		return c, errors.New("empty filter_config: expected JSON such as {\"directives\": [\"SecRuleEngine On\"]}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return c, fmt.Errorf("filter_config is not valid corazawaf JSON: %w", err)
+	}
+	if dec.More() {
+		return c, errors.New("filter_config has trailing data after the JSON object")
+	}
+	c.applyDefaults()
+	return c, c.validate()
+}
+
+func (c *Config) applyDefaults() {
+	if c.Mode == "" {
+		c.Mode = ModeBlock
+	}
+	if c.FailureMode == "" {
+		c.FailureMode = FailClosed
+	}
+	if c.FailureStatus == 0 {
+		c.FailureStatus = 500
+	}
+	if c.InspectResponse == nil {
+		c.InspectResponse = ptr(true)
+	}
+	if c.LogMatchedRules == nil {
+		c.LogMatchedRules = ptr(true)
+	}
+	if c.MetadataNamespace == "" {
+		c.MetadataNamespace = "corazawaf"
+	}
+}
+
+func (c Config) validate() error {
+	var errs []error
+	switch c.Mode {
+	case ModeBlock, ModeDetect, ModeOff:
+	default:
+		errs = append(errs, fmt.Errorf("mode %q: use block, detect or off", c.Mode))
+	}
+	switch c.FailureMode {
+	case FailClosed, FailOpen:
+	default:
+		errs = append(errs, fmt.Errorf("failure_mode %q: use closed or open", c.FailureMode))
+	}
+	if c.FailureStatus < 200 || c.FailureStatus > 599 {
+		errs = append(errs, fmt.Errorf("failure_status %d: use an HTTP status between 200 and 599", c.FailureStatus))
+	}
+	for i, d := range c.Directives {
+		if strings.ContainsAny(d, "\r") {
+			errs = append(errs, fmt.Errorf("directives[%d] contains a carriage return: give one directive per list entry", i))
+		}
+	}
+	if c.TestHooks != nil {
+		errs = append(errs, validateTestHooks(*c.TestHooks))
+	}
+	return errors.Join(errs...)
+}
+
+// RouteConfig is the per-route configuration (DynamicModuleFilterPerRoute's
+// filter_config). It overrides the listener's filter configuration on the
+// routes or virtual hosts it is attached to.
+type RouteConfig struct {
+	// Mode off disables the WAF on the route; detect evaluates without
+	// blocking; block (default) blocks.
+	Mode Mode `json:"mode"`
+	// Directives, when present, give the route a rule set of its own (built
+	// with the same defaults as the listener's). Without them the route uses
+	// the listener's rule set in the given mode.
+	Directives []string `json:"directives"`
+}
+
+// ParseRouteConfig decodes and validates a per-route configuration.
+func ParseRouteConfig(data []byte) (RouteConfig, error) {
+	var rc RouteConfig
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rc); err != nil {
+		return rc, fmt.Errorf("per-route filter_config is not valid corazawaf JSON: %w", err)
+	}
+	if rc.Mode == "" {
+		rc.Mode = ModeBlock
+	}
+	switch rc.Mode {
+	case ModeBlock, ModeDetect, ModeOff:
+	default:
+		return rc, fmt.Errorf("per-route mode %q: use block, detect or off", rc.Mode)
+	}
+	if rc.Mode == ModeOff && len(rc.Directives) > 0 {
+		return rc, errors.New("per-route mode off with directives: drop the directives or choose block or detect")
+	}
+	return rc, nil
+}
+
+func ptr[T any](v T) *T { return &v }

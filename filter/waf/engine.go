@@ -1,0 +1,130 @@
+package waf
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/corazawaf/coraza/v3"
+	"github.com/corazawaf/coraza/v3/types"
+)
+
+// Engine is a built rule set: a Coraza WAF plus what the glue needs to know
+// about it. It is immutable and safe for concurrent use by many streams.
+type Engine struct {
+	waf    coraza.WAF
+	mode   Mode
+	limits BodyLimits
+	spec   engineSpec
+
+	detectOnce sync.Once
+	detect     *Engine
+	detectErr  error
+}
+
+// engineSpec is everything an Engine is built from, kept so that a
+// detect-only twin can be built from the same rules.
+type engineSpec struct {
+	directives []string
+	mode       Mode
+	auditLog   string
+	logRules   bool
+	log        Logger
+}
+
+// defaultDirectives come before the user's. SecAuditEngine is set explicitly
+// because Coraza's zero value is On: every transaction would then build an
+// audit record and drop it (about a quarter of the headers-only tier's cost).
+var defaultDirectives = []string{"SecAuditEngine Off"}
+
+// NewEngine builds the rule set of a filter configuration. The error carries
+// Coraza's own message (for example the unknown directive and its line).
+func NewEngine(cfg Config, log Logger) (*Engine, error) {
+	return newEngine(engineSpec{
+		directives: cfg.Directives,
+		mode:       cfg.Mode,
+		auditLog:   cfg.AuditLog,
+		logRules:   *cfg.LogMatchedRules,
+		log:        log,
+	})
+}
+
+func newEngine(spec engineSpec) (*Engine, error) {
+	wafCfg := coraza.NewWAFConfig().
+		WithRootFS(NewRulesFS()).
+		WithDirectives(spec.directiveText())
+	if spec.logRules && spec.log != nil {
+		wafCfg = wafCfg.WithErrorCallback(matchedRuleLogger(spec.log))
+	}
+	w, err := coraza.NewWAF(wafCfg)
+	if err != nil {
+		return nil, fmt.Errorf("coraza rejected the directives: %w", err)
+	}
+	limits, err := readBodyLimits(w)
+	if err != nil {
+		return nil, err
+	}
+	return &Engine{waf: w, mode: spec.mode, limits: limits, spec: spec}, nil
+}
+
+func (s engineSpec) directiveText() string {
+	lines := append([]string(nil), defaultDirectives...)
+	lines = append(lines, s.directives...)
+	if s.mode == ModeDetect {
+		lines = append(lines, "SecRuleEngine DetectionOnly")
+	}
+	if s.auditLog != "" {
+		lines = append(lines,
+			"SecAuditEngine RelevantOnly",
+			"SecAuditLogType Serial",
+			"SecAuditLogFormat JSON",
+			"SecAuditLog "+strconv.Quote(s.auditLog),
+		)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Limits reports the rule set's body inspection settings.
+func (e *Engine) Limits() BodyLimits { return e.limits }
+
+// Mode reports whether the engine blocks or only detects.
+func (e *Engine) Mode() Mode { return e.mode }
+
+// DetectOnly returns the same rule set with SecRuleEngine DetectionOnly,
+// for routes that run the listener's rules without blocking. It is built on
+// first use and then shared; with Coraza's regex memoization a second build
+// of a rule set costs a fraction of the first.
+func (e *Engine) DetectOnly() (*Engine, error) {
+	if e.mode == ModeDetect {
+		return e, nil
+	}
+	e.detectOnce.Do(func() {
+		spec := e.spec
+		spec.mode = ModeDetect
+		e.detect, e.detectErr = newEngine(spec)
+	})
+	return e.detect, e.detectErr
+}
+
+// newTransaction starts a transaction, using Envoy's request id when there is one.
+func (e *Engine) newTransaction(id string) types.Transaction {
+	if id != "" {
+		return e.waf.NewTransactionWithID(id)
+	}
+	return e.waf.NewTransaction()
+}
+
+// matchedRuleLogger writes ModSecurity-style lines, the form go-ftw and
+// log pipelines parse ([id "942100"] [msg "..."] ...).
+func matchedRuleLogger(log Logger) func(types.MatchedRule) {
+	return func(mr types.MatchedRule) {
+		level := LevelInfo
+		if mr.Rule().Severity() <= types.RuleSeverityError {
+			level = LevelWarn
+		}
+		if log.Enabled(level) {
+			log.Log(level, mr.ErrorLog())
+		}
+	}
+}

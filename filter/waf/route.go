@@ -1,0 +1,41 @@
+package waf
+
+import "fmt"
+
+// Route is a compiled per-route configuration.
+type Route struct {
+	mode   Mode
+	engine *Engine // the route's own rule set, when it has directives
+}
+
+// NewRoute builds a per-route configuration. A route with directives gets
+// its own rule set, built with the same defaults as the listener's.
+func NewRoute(rc RouteConfig, log Logger) (*Route, error) {
+	r := &Route{mode: rc.Mode}
+	if len(rc.Directives) == 0 {
+		return r, nil
+	}
+	e, err := newEngine(engineSpec{directives: rc.Directives, mode: rc.Mode, logRules: true, log: log})
+	if err != nil {
+		return nil, fmt.Errorf("per-route rule set: %w", err)
+	}
+	r.engine = e
+	return r, nil
+}
+
+// Engine picks the rule set for a stream on this route given the listener's
+// engine; nil means the WAF is off for the route.
+func (r *Route) Engine(listener *Engine) (*Engine, error) {
+	switch {
+	case r.mode == ModeOff:
+		return nil, nil
+	case r.engine != nil:
+		return r.engine, nil
+	case listener == nil:
+		return nil, nil
+	case r.mode == ModeDetect:
+		return listener.DetectOnly()
+	default:
+		return listener, nil
+	}
+}

@@ -1,0 +1,457 @@
+package waf
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/corazawaf/coraza/v3/types"
+)
+
+// Header is one HTTP header field as Envoy has it.
+type Header struct {
+	Name, Value string
+}
+
+// Connection identifies both ends of the downstream connection.
+type Connection struct {
+	ClientIP   string
+	ClientPort int
+	ServerIP   string
+	ServerPort int
+}
+
+// RequestHead is what the filter knows when request headers arrive.
+type RequestHead struct {
+	Conn Connection
+	// Method, Path (with query) and Authority come from the pseudo-headers.
+	Method, Path, Authority string
+	// Protocol as Envoy names it: "HTTP/1.0", "HTTP/1.1", "HTTP/2", "HTTP/3".
+	Protocol string
+	// Headers are the regular (non-pseudo) headers.
+	Headers []Header
+	// RequestID is Envoy's x-request-id, used as the transaction id.
+	RequestID string
+	// EndOfStream is true when the request has no body.
+	EndOfStream bool
+}
+
+// Action is what Envoy should do after a hook.
+type Action int
+
+const (
+	// Continue lets the data (and anything held before it) through.
+	Continue Action = iota
+	// Hold keeps the data in Envoy's buffer: the verdict is not known yet.
+	Hold
+	// Reply answers the stream with Decision.Reply and stops it.
+	Reply
+)
+
+// Decision is the outcome of one hook.
+type Decision struct {
+	Action Action
+	// Reply is set when Action is Reply.
+	Reply *LocalReply
+	// BufferLimit, when non-zero, asks Envoy to raise the stream's buffer
+	// limit to at least this many bytes before holding a body.
+	BufferLimit uint64
+}
+
+// LocalReply is the answer the filter sends instead of the backend's.
+type LocalReply struct {
+	Status  int
+	Headers []Header
+	Body    string
+	// Details becomes Envoy's response code details (%RESPONSE_CODE_DETAILS%).
+	Details string
+	// Verdict is set when a rule (or a body limit) caused the reply.
+	Verdict *Verdict
+}
+
+// Verdict describes an interruption, for logs, metrics and dynamic metadata.
+type Verdict struct {
+	RuleID int
+	Action string
+	Status int
+	Phase  string
+}
+
+// Outcome is the summary of a finished stream, for metrics.
+type Outcome struct {
+	// Inspected is false when no transaction ran (WAF off for the route).
+	Inspected bool
+	// Blocked is the verdict that interrupted the stream, if any.
+	Blocked *Verdict
+	// Detected is what would have interrupted in DetectionOnly mode.
+	Detected *Verdict
+	// Errors counts Coraza errors seen during the stream.
+	Errors int
+	// InspectionTime is the time spent inside Coraza over all hooks.
+	InspectionTime time.Duration
+}
+
+// bodyHeadroom is added to the inspection limit when raising Envoy's buffer
+// limit: Coraza stops at the limit, but Envoy holds whole frames.
+const bodyHeadroom = 1 << 20
+
+// Stream drives one Coraza transaction through the hooks of one HTTP stream.
+// It is used by one Envoy worker thread at a time and is not safe for
+// concurrent use.
+type Stream struct {
+	settings *Config
+	engine   *Engine
+	log      Logger
+
+	tx              types.Transaction
+	protocol        string
+	streaming       bool // upgrade, gRPC or SSE: bodies are not buffered
+	requestDone     bool // phase 2 has run
+	responseHeld    bool // response headers were held for body inspection
+	responseDone    bool // phase 4 has run
+	replied         bool // we sent a local reply: do not inspect it
+	outcome         Outcome
+	inspectionStart time.Time
+}
+
+// NewStream starts inspecting a stream with engine, or passes it through
+// untouched when engine is nil (WAF off for the route).
+func NewStream(settings *Config, engine *Engine, log Logger) *Stream {
+	return &Stream{settings: settings, engine: engine, log: log}
+}
+
+// OnRequestHeaders runs phase 1 and, when the request has no body or its
+// body is not inspected, phase 2.
+func (s *Stream) OnRequestHeaders(req RequestHead) Decision {
+	s.testPanic("request_headers")
+	if s.engine == nil {
+		return Decision{}
+	}
+	s.startTimer()
+	defer s.stopTimer()
+
+	s.tx = s.engine.newTransaction(req.RequestID)
+	s.outcome.Inspected = true
+	s.protocol = corazaProtocol(req.Protocol)
+	s.streaming = isStreamingRequest(req)
+
+	s.tx.ProcessConnection(req.Conn.ClientIP, req.Conn.ClientPort, req.Conn.ServerIP, req.Conn.ServerPort)
+	s.tx.ProcessURI(req.Path, req.Method, s.protocol)
+	for _, h := range req.Headers {
+		s.tx.AddRequestHeader(h.Name, h.Value)
+	}
+	if req.Authority != "" {
+		// Envoy keeps Host in :authority; rules look for REQUEST_HEADERS:Host.
+		s.tx.AddRequestHeader("Host", req.Authority)
+		s.tx.SetServerName(hostWithoutPort(req.Authority))
+	}
+	if it := s.tx.ProcessRequestHeaders(); it != nil {
+		return s.interrupt(it, "request_headers")
+	}
+	if req.EndOfStream || s.streaming || !s.tx.IsRequestBodyAccessible() {
+		// Phase 2 always runs: CRS decides on the anomaly score there. When
+		// the body is not inspected it can run now, and the body streams.
+		return s.finishRequest()
+	}
+	return Decision{Action: Hold, BufferLimit: bufferLimitFor(s.engine.limits.RequestBodyLimit)}
+}
+
+// OnRequestBody writes a body frame into the transaction. Frames are held
+// in Envoy until phase 2 has run, so nothing uninspected reaches the backend.
+func (s *Stream) OnRequestBody(frames [][]byte, endOfStream bool) Decision {
+	s.testPanic("request_body")
+	if s.tx == nil || s.requestDone || s.replied {
+		return Decision{}
+	}
+	s.startTimer()
+	defer s.stopTimer()
+	for _, frame := range frames {
+		it, written, err := s.tx.WriteRequestBody(frame)
+		if err != nil {
+			return s.fail("request body", err)
+		}
+		if it != nil {
+			return s.interrupt(it, "request_body")
+		}
+		if written < len(frame) {
+			// ProcessPartial: Coraza ran phase 2 at the limit; the rest of
+			// the body is forwarded uninspected, as the directive says.
+			s.requestDone = true
+			return s.detectAfter("request_body", Decision{})
+		}
+	}
+	if endOfStream {
+		return s.finishRequest()
+	}
+	return Decision{Action: Hold}
+}
+
+// OnRequestTrailers ends the request when it carries trailers.
+func (s *Stream) OnRequestTrailers() Decision {
+	if s.tx == nil || s.requestDone || s.replied {
+		return Decision{}
+	}
+	s.startTimer()
+	defer s.stopTimer()
+	return s.finishRequest()
+}
+
+func (s *Stream) finishRequest() Decision {
+	s.requestDone = true
+	it, err := s.tx.ProcessRequestBody()
+	if err != nil {
+		return s.fail("request body", err)
+	}
+	if it != nil {
+		return s.interrupt(it, "request_body")
+	}
+	return s.detectAfter("request_body", Decision{})
+}
+
+// OnResponseHeaders runs phase 3 and decides whether the body is inspected.
+func (s *Stream) OnResponseHeaders(status int, headers []Header, endOfStream bool) Decision {
+	s.testPanic("response_headers")
+	if s.tx == nil || s.replied || !*s.settings.InspectResponse || s.tx.IsInterrupted() {
+		return Decision{}
+	}
+	s.startTimer()
+	defer s.stopTimer()
+	contentType := ""
+	for _, h := range headers {
+		s.tx.AddResponseHeader(h.Name, h.Value)
+		if strings.EqualFold(h.Name, "content-type") {
+			contentType = h.Value
+		}
+	}
+	if it := s.tx.ProcessResponseHeaders(status, s.protocol); it != nil {
+		return s.interrupt(it, "response_headers")
+	}
+	inspectBody := s.tx.IsResponseBodyAccessible() && s.tx.IsResponseBodyProcessable()
+	if endOfStream || s.streaming || isEventStream(contentType) || !inspectBody {
+		return s.finishResponse()
+	}
+	s.responseHeld = true
+	return Decision{Action: Hold, BufferLimit: bufferLimitFor(s.engine.limits.ResponseBodyLimit)}
+}
+
+// OnResponseBody writes a response frame into the transaction.
+func (s *Stream) OnResponseBody(frames [][]byte, endOfStream bool) Decision {
+	s.testPanic("response_body")
+	if s.tx == nil || !s.responseHeld || s.responseDone || s.replied {
+		return Decision{}
+	}
+	s.startTimer()
+	defer s.stopTimer()
+	for _, frame := range frames {
+		it, written, err := s.tx.WriteResponseBody(frame)
+		if err != nil {
+			return s.fail("response body", err)
+		}
+		if it != nil {
+			return s.interrupt(it, "response_body")
+		}
+		if written < len(frame) {
+			return s.finishResponse()
+		}
+	}
+	if endOfStream {
+		return s.finishResponse()
+	}
+	return Decision{Action: Hold}
+}
+
+// OnResponseTrailers ends a held response that carries trailers.
+func (s *Stream) OnResponseTrailers() Decision {
+	if s.tx == nil || !s.responseHeld || s.responseDone || s.replied {
+		return Decision{}
+	}
+	s.startTimer()
+	defer s.stopTimer()
+	return s.finishResponse()
+}
+
+func (s *Stream) finishResponse() Decision {
+	s.responseDone = true
+	it, err := s.tx.ProcessResponseBody()
+	if err != nil {
+		return s.fail("response body", err)
+	}
+	if it != nil {
+		return s.interrupt(it, "response_body")
+	}
+	return s.detectAfter("response_body", Decision{})
+}
+
+// Complete runs the logging phase and releases the transaction. It is
+// called once, when Envoy reports the stream complete.
+func (s *Stream) Complete() Outcome {
+	s.testPanic("stream_complete")
+	if s.tx == nil {
+		return s.outcome
+	}
+	s.startTimer()
+	s.tx.ProcessLogging()
+	if err := s.tx.Close(); err != nil {
+		s.outcome.Errors++
+		s.logf(LevelWarn, "closing transaction %s: %v", s.tx.ID(), err)
+	}
+	s.stopTimer()
+	s.tx = nil
+	return s.outcome
+}
+
+// MarkReplied tells the stream a local reply was sent for it (by us, after
+// a failure), so its own response hooks do not inspect that reply.
+func (s *Stream) MarkReplied() { s.replied = true }
+
+// FailureReply is the fail-closed answer to an internal error.
+func (s *Stream) FailureReply() *LocalReply {
+	return &LocalReply{Status: s.settings.FailureStatus, Details: "corazawaf_internal_error"}
+}
+
+// FailOpen reports whether internal errors let the stream through.
+func (s *Stream) FailOpen() bool { return s.settings.FailureMode == FailOpen }
+
+func (s *Stream) interrupt(it *types.Interruption, phase string) Decision {
+	v := &Verdict{RuleID: it.RuleID, Action: it.Action, Status: interruptionStatus(it), Phase: phase}
+	s.outcome.Blocked = v
+	s.replied = true
+	s.logf(LevelInfo, "[corazawaf] transaction %s interrupted by rule %d in %s: %s, status %d",
+		s.tx.ID(), v.RuleID, phase, v.Action, v.Status)
+	return Decision{Action: Reply, Reply: s.denyReply(v, it)}
+}
+
+// detectAfter records what a DetectionOnly rule set would have done.
+func (s *Stream) detectAfter(phase string, d Decision) Decision {
+	if s.outcome.Detected != nil {
+		return d
+	}
+	if dt, ok := s.tx.(interface{ DetectionOnlyInterruption() *types.Interruption }); ok {
+		if it := dt.DetectionOnlyInterruption(); it != nil {
+			s.outcome.Detected = &Verdict{RuleID: it.RuleID, Action: it.Action, Status: interruptionStatus(it), Phase: phase}
+		}
+	}
+	return d
+}
+
+func (s *Stream) denyReply(v *Verdict, it *types.Interruption) *LocalReply {
+	r := &LocalReply{Status: v.Status, Body: s.settings.DenyResponse.Body, Verdict: v,
+		Details: "corazawaf_denied_rule_" + strconv.Itoa(v.RuleID)}
+	for name, value := range s.settings.DenyResponse.Headers {
+		r.Headers = append(r.Headers, Header{Name: name, Value: value})
+	}
+	switch it.Action {
+	case "redirect":
+		r.Headers = append(r.Headers, Header{Name: "location", Value: it.Data})
+	case "drop":
+		r.Headers = append(r.Headers, Header{Name: "connection", Value: "close"})
+	}
+	return r
+}
+
+// fail handles a Coraza error by the configured failure mode.
+func (s *Stream) fail(where string, err error) Decision {
+	s.outcome.Errors++
+	s.logf(LevelError, "[corazawaf] %s of transaction %s failed: %v", where, s.tx.ID(), err)
+	if s.settings.FailureMode == FailOpen {
+		s.requestDone, s.responseDone = true, true
+		return Decision{}
+	}
+	s.replied = true
+	return Decision{Action: Reply, Reply: s.FailureReply()}
+}
+
+func (s *Stream) startTimer() { s.inspectionStart = time.Now() }
+func (s *Stream) stopTimer()  { s.outcome.InspectionTime += time.Since(s.inspectionStart) }
+
+func (s *Stream) logf(level Level, format string, args ...any) {
+	if s.log != nil && s.log.Enabled(level) {
+		s.log.Log(level, fmt.Sprintf(format, args...))
+	}
+}
+
+func (s *Stream) testPanic(step string) {
+	if testHooksEnabled && s.settings.TestHooks != nil && s.settings.TestHooks.PanicIn == step {
+		panic("corazawaf test hook: panic in " + step)
+	}
+}
+
+// interruptionStatus applies Coraza's convention: deny without status is 403.
+func interruptionStatus(it *types.Interruption) int {
+	switch {
+	case it.Status != 0:
+		return it.Status
+	case it.Action == "redirect":
+		return 302
+	default:
+		return 403
+	}
+}
+
+func bufferLimitFor(inspectionLimit int64) uint64 {
+	if inspectionLimit <= 0 {
+		return 0
+	}
+	return uint64(inspectionLimit) + bodyHeadroom
+}
+
+// corazaProtocol maps Envoy's protocol names onto the request-line form
+// Coraza and CRS expect.
+func corazaProtocol(p string) string {
+	switch p {
+	case "HTTP/2":
+		return "HTTP/2.0"
+	case "HTTP/3":
+		return "HTTP/3.0"
+	case "":
+		return "HTTP/1.1"
+	default:
+		return p
+	}
+}
+
+// isStreamingRequest reports requests whose bodies are open-ended streams:
+// protocol upgrades (WebSocket), CONNECT and gRPC. Buffering them would
+// stall the stream, so their bodies pass uninspected.
+func isStreamingRequest(req RequestHead) bool {
+	if req.Method == "CONNECT" {
+		return true
+	}
+	for _, h := range req.Headers {
+		switch strings.ToLower(h.Name) {
+		case "upgrade":
+			return true
+		case "content-type":
+			if strings.HasPrefix(strings.ToLower(h.Value), "application/grpc") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func isEventStream(contentType string) bool {
+	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(contentType)), "text/event-stream")
+}
+
+func hostWithoutPort(authority string) string {
+	if host, _, err := net.SplitHostPort(authority); err == nil {
+		return host
+	}
+	return authority
+}
+
+// SplitAddress parses an address attribute, which Envoy 1.40 gives with the
+// port ("10.0.0.1:8080", "[::1]:8080") and earlier versions without ("::1").
+// fallbackPort is used when the attribute carries no port.
+func SplitAddress(addr string, fallbackPort int) (ip string, port int) {
+	if host, p, err := net.SplitHostPort(addr); err == nil {
+		if n, err := strconv.Atoi(p); err == nil {
+			return host, n
+		}
+		return host, fallbackPort
+	}
+	return strings.Trim(addr, "[]"), fallbackPort
+}
