@@ -53,8 +53,11 @@ type Config struct {
 	// DenyResponse shapes the local reply sent on an interruption.
 	DenyResponse DenyResponse `json:"deny_response"`
 	// AuditLog, when set, writes Coraza's audit log as JSON lines to this
-	// file for relevant transactions (SecAuditEngine RelevantOnly).
+	// file (SecAuditLogFormat JSON, SecAuditLogType Serial).
 	AuditLog string `json:"audit_log"`
+	// AuditEngine says which transactions AuditLog records: RelevantOnly
+	// (default: those a rule marked or with a 4xx/5xx status) or On (all).
+	AuditEngine string `json:"audit_engine"`
 	// LogMatchedRules writes ModSecurity-style lines ([id "942100"]) for
 	// every matched rule that logs, to Envoy's log (default true).
 	LogMatchedRules *bool `json:"log_matched_rules"`
@@ -119,6 +122,9 @@ func (c *Config) applyDefaults() {
 	if c.LogMatchedRules == nil {
 		c.LogMatchedRules = ptr(true)
 	}
+	if c.AuditLog != "" && c.AuditEngine == "" {
+		c.AuditEngine = "RelevantOnly"
+	}
 	if c.MetadataNamespace == "" {
 		c.MetadataNamespace = "corazawaf"
 	}
@@ -138,6 +144,12 @@ func (c Config) validate() error {
 	}
 	if c.FailureStatus < 200 || c.FailureStatus > 599 {
 		errs = append(errs, fmt.Errorf("failure_status %d: use an HTTP status between 200 and 599", c.FailureStatus))
+	}
+	switch {
+	case c.AuditEngine != "" && c.AuditLog == "":
+		errs = append(errs, errors.New("audit_engine without audit_log: give the audit log's file path"))
+	case c.AuditEngine != "" && c.AuditEngine != "RelevantOnly" && c.AuditEngine != "On":
+		errs = append(errs, fmt.Errorf("audit_engine %q: use RelevantOnly or On", c.AuditEngine))
 	}
 	for i, d := range c.Directives {
 		if strings.ContainsAny(d, "\r") {

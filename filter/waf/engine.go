@@ -29,6 +29,7 @@ type engineSpec struct {
 	directives []string
 	mode       Mode
 	auditLog   string
+	auditMode  string
 	logRules   bool
 	log        Logger
 }
@@ -45,6 +46,7 @@ func NewEngine(cfg Config, log Logger) (*Engine, error) {
 		directives: cfg.Directives,
 		mode:       cfg.Mode,
 		auditLog:   cfg.AuditLog,
+		auditMode:  cfg.AuditEngine,
 		logRules:   *cfg.LogMatchedRules,
 		log:        log,
 	})
@@ -76,7 +78,7 @@ func (s engineSpec) directiveText() string {
 	}
 	if s.auditLog != "" {
 		lines = append(lines,
-			"SecAuditEngine RelevantOnly",
+			"SecAuditEngine "+s.auditMode,
 			"SecAuditLogType Serial",
 			"SecAuditLogFormat JSON",
 			"SecAuditLog "+strconv.Quote(s.auditLog),

@@ -105,15 +105,17 @@ type Stream struct {
 	engine   *Engine
 	log      Logger
 
-	tx              types.Transaction
-	protocol        string
-	streaming       bool // upgrade, gRPC or SSE: bodies are not buffered
-	requestDone     bool // phase 2 has run
-	responseHeld    bool // response headers were held for body inspection
-	responseDone    bool // phase 4 has run
-	replied         bool // we sent a local reply: do not inspect it
-	outcome         Outcome
-	inspectionStart time.Time
+	tx                types.Transaction
+	protocol          string
+	streaming         bool // upgrade, gRPC or SSE: bodies are not buffered
+	requestBodyBytes  int64
+	responseBodyBytes int64
+	requestDone       bool // phase 2 has run
+	responseHeld      bool // response headers were held for body inspection
+	responseDone      bool // phase 4 has run
+	replied           bool // we sent a local reply: do not inspect it
+	outcome           Outcome
+	inspectionStart   time.Time
 }
 
 // NewStream starts inspecting a stream with engine, or passes it through
@@ -175,11 +177,13 @@ func (s *Stream) OnRequestBody(frames [][]byte, endOfStream bool) Decision {
 		if it != nil {
 			return s.interrupt(it, "request_body")
 		}
-		if written < len(frame) {
-			// ProcessPartial: Coraza ran phase 2 at the limit; the rest of
-			// the body is forwarded uninspected, as the directive says.
-			s.requestDone = true
-			return s.detectAfter("request_body", Decision{})
+		s.requestBodyBytes += int64(written)
+		if written < len(frame) || s.requestBodyBytes >= s.engine.limits.RequestBodyLimit {
+			// ProcessPartial: Coraza ran phase 2 when the limit was reached
+			// (a body of exactly the limit counts as over it); finishing is
+			// then a no-op that returns its verdict. The rest of the body is
+			// forwarded uninspected, as the directive says.
+			return s.finishRequest()
 		}
 	}
 	if endOfStream {
@@ -252,7 +256,8 @@ func (s *Stream) OnResponseBody(frames [][]byte, endOfStream bool) Decision {
 		if it != nil {
 			return s.interrupt(it, "response_body")
 		}
-		if written < len(frame) {
+		s.responseBodyBytes += int64(written)
+		if written < len(frame) || s.responseBodyBytes >= s.engine.limits.ResponseBodyLimit {
 			return s.finishResponse()
 		}
 	}
