@@ -77,11 +77,14 @@ type DenyResponse struct {
 	Headers map[string]string `json:"headers"`
 }
 
-// TestHooks make the module misbehave on purpose, to prove the panic barrier.
+// TestHooks make the module misbehave on purpose, to prove the panic
+// barrier. Only builds with the corazawaf_testhooks tag accept them.
 type TestHooks struct {
-	// PanicIn names the stream step that panics: request_headers,
-	// request_body, response_headers, response_body or stream_complete.
-	PanicIn string `json:"panic_in"`
+	// PanicHeader names a request header whose value is the stream step
+	// that panics: request_headers, request_body, response_headers,
+	// response_body or stream_complete. Requests without it are served
+	// normally, so one Envoy can show a panic and keep serving.
+	PanicHeader string `json:"panic_header"`
 }
 
 // PanicSteps are the step names TestHooks.PanicIn accepts.

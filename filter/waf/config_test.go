@@ -55,7 +55,7 @@ func TestParseConfig(t *testing.T) {
 }
 
 func TestTestHooksRejectedInReleaseBuild(t *testing.T) {
-	_, err := ParseConfig([]byte(`{"test_hooks":{"panic_in":"request_headers"}}`))
+	_, err := ParseConfig([]byte(`{"test_hooks":{"panic_header":"x-corazawaf-panic"}}`))
 	if testHooksEnabled {
 		if err != nil {
 			t.Fatalf("test build must accept test_hooks: %v", err)

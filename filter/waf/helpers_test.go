@@ -68,7 +68,7 @@ func get(path string) RequestHead {
 	return RequestHead{
 		Conn:   Connection{ClientIP: "127.0.0.1", ClientPort: 40000, ServerIP: "127.0.0.1", ServerPort: 8080},
 		Method: "GET", Path: path, Authority: "shop.test", Protocol: "HTTP/1.1",
-		Headers: []Header{{"user-agent", "wafsweep-test/1.0"}, {"accept", "*/*"}},
+		Headers:     []Header{{"user-agent", "wafsweep-test/1.0"}, {"accept", "*/*"}},
 		EndOfStream: true,
 	}
 }

@@ -116,6 +116,7 @@ type Stream struct {
 	replied           bool // we sent a local reply: do not inspect it
 	outcome           Outcome
 	inspectionStart   time.Time
+	panicStep         string // test builds only: the step a request asked to panic in
 }
 
 // NewStream starts inspecting a stream with engine, or passes it through
@@ -127,6 +128,7 @@ func NewStream(settings *Config, engine *Engine, log Logger) *Stream {
 // OnRequestHeaders runs phase 1 and, when the request has no body or its
 // body is not inspected, phase 2.
 func (s *Stream) OnRequestHeaders(req RequestHead) Decision {
+	s.choosePanicStep(req)
 	s.testPanic("request_headers")
 	if s.engine == nil {
 		return Decision{}
@@ -377,9 +379,21 @@ func (s *Stream) logf(level Level, format string, args ...any) {
 	}
 }
 
+// testPanic panics in the step a test request asked for (test builds only).
 func (s *Stream) testPanic(step string) {
-	if testHooksEnabled && s.settings.TestHooks != nil && s.settings.TestHooks.PanicIn == step {
+	if testHooksEnabled && s.panicStep == step {
 		panic("corazawaf test hook: panic in " + step)
+	}
+}
+
+func (s *Stream) choosePanicStep(req RequestHead) {
+	if !testHooksEnabled || s.settings.TestHooks == nil {
+		return
+	}
+	for _, h := range req.Headers {
+		if strings.EqualFold(h.Name, s.settings.TestHooks.PanicHeader) {
+			s.panicStep = h.Value
+		}
 	}
 }
 

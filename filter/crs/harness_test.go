@@ -1,0 +1,105 @@
+package crs
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/wafsweep/wafsweep/orchestrator/envoyconfig"
+	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
+)
+
+// requireOrSkip fails under `make test` (WAFSWEEP_E2E=required) and skips
+// with the reason under a plain `go test`. Same contract as filter/e2e.
+func requireOrSkip(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("WAFSWEEP_E2E") == "required" {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format+" (run `make test` to build it)", args...)
+}
+
+// modulePath finds the release module: $CORAZAWAF_MODULE, else
+// build/libcorazawaf.so in the repository.
+func modulePath(t testing.TB) string {
+	t.Helper()
+	path := os.Getenv("CORAZAWAF_MODULE")
+	if path == "" {
+		root, err := envoyproc.RepoRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		path = filepath.Join(root, "build", "libcorazawaf.so")
+	}
+	if _, err := os.Stat(path); err != nil {
+		requireOrSkip(t, "no corazawaf module at %s: %v", path, err)
+	}
+	return path
+}
+
+// proxy is Envoy with corazawaf in front of the reflecting backend.
+type proxy struct {
+	port    int    // Envoy's listener on 127.0.0.1
+	logPath string // Envoy's own log: where the module writes matched rules
+	envoy   *envoyproc.Process
+}
+
+// startProxy starts Envoy with filterConfig in front of upstreamPort. Both
+// are on 127.0.0.1; Envoy is stopped when the test ends.
+func startProxy(t testing.TB, filterConfig string, upstreamPort int) *proxy {
+	t.Helper()
+	if _, err := envoyproc.FindBinary(); err != nil {
+		requireOrSkip(t, "no Envoy binary: %v", err)
+	}
+	module := modulePath(t)
+	ports, err := envoyproc.FreePorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	p := &proxy{port: ports[0], logPath: filepath.Join(dir, "envoy.log")}
+	bootstrap, err := envoyconfig.Build(envoyconfig.Options{
+		AdminPort: ports[1], ListenPort: p.port, UpstreamPort: upstreamPort,
+		WAF: &envoyconfig.WAFFilter{ModulePath: module, ConfigJSON: filterConfig},
+	})
+	if err != nil {
+		t.Fatalf("building the Envoy bootstrap: %v", err)
+	}
+	cfgPath := filepath.Join(dir, "envoy.json")
+	if err := envoyconfig.WriteFile(cfgPath, bootstrap); err != nil {
+		t.Fatalf("writing the Envoy bootstrap: %v", err)
+	}
+	// Building the full CRS at start-up takes a few seconds on a busy
+	// machine; the default start timeout is generous enough.
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	p.envoy, err = envoyproc.Start(ctx, envoyproc.Options{
+		ConfigPath: cfgPath, LogPath: p.logPath, AdminPort: ports[1],
+		// go-ftw sends one request at a time, so one worker is enough, and
+		// it keeps the log lines of consecutive requests in order.
+		Concurrency: 1,
+		// Matched rules are logged at info (warning for severe ones).
+		LogLevel:     "info",
+		StartTimeout: 90 * time.Second,
+	})
+	if err != nil {
+		t.Fatalf("starting Envoy with the CRS test configuration: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := p.envoy.Stop(); err != nil {
+			t.Errorf("stopping Envoy: %v", err)
+		}
+	})
+	return p
+}
+
+func (p *proxy) logTail(lines int) string {
+	tail, err := p.envoy.LogTail(lines)
+	if err != nil {
+		return fmt.Sprintf("(Envoy log unreadable: %v)", err)
+	}
+	return tail
+}

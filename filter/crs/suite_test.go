@@ -1,0 +1,92 @@
+package crs
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+
+	crstests "github.com/corazawaf/coraza-coreruleset/v4/tests"
+	"github.com/coreruleset/go-ftw/v2/test"
+	"go.yaml.in/yaml/v3"
+)
+
+// loadSuite reads every test file of the embedded CRS regression suite and
+// splits the files into one FTWTest per test case, so that a test case
+// go-ftw cannot finish (it aborts on a request error) costs only itself.
+func loadSuite() ([]*test.FTWTest, error) {
+	var cases []*test.FTWTest
+	err := fs.WalkDir(crstests.FS, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
+			return err
+		}
+		data, err := fs.ReadFile(crstests.FS, path)
+		if err != nil {
+			return fmt.Errorf("reading CRS test %s: %w", path, err)
+		}
+		file, err := test.GetTestFromYaml(data, path)
+		if err != nil {
+			return fmt.Errorf("parsing CRS test %s: %w", path, err)
+		}
+		for i := range file.Tests {
+			one := *file
+			one.Tests = file.Tests[i : i+1 : i+1]
+			cases = append(cases, &one)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(cases) == 0 {
+		return nil, fmt.Errorf("no test cases in the embedded CRS regression suite")
+	}
+	return cases, nil
+}
+
+// ignoreGroups are the sections of testdata/ignored.yaml: who a known
+// failure is charged to.
+var ignoreGroups = []string{"coraza", "envoy", "module"}
+
+// ignoreEntry is one known failure.
+type ignoreEntry struct {
+	group  string // coraza, envoy or module
+	reason string
+}
+
+var testIDPattern = regexp.MustCompile(`^\d+-\d+$`)
+
+// loadIgnored reads the known failures: group -> test id -> reason. Ids
+// are exact (go-ftw's own ignore keys are unanchored regular expressions,
+// where "920100-4" would also swallow 920100-40).
+func loadIgnored(path string) (map[string]ignoreEntry, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the ignore list: %w", err)
+	}
+	var groups map[string]map[string]string
+	if err := yaml.Unmarshal(data, &groups); err != nil {
+		return nil, fmt.Errorf("parsing the ignore list %s: %w", path, err)
+	}
+	ignored := map[string]ignoreEntry{}
+	for group, entries := range groups {
+		if !slices.Contains(ignoreGroups, group) {
+			return nil, fmt.Errorf("ignore list %s: unknown section %q, want one of %v", path, group, ignoreGroups)
+		}
+		for id, reason := range entries {
+			switch {
+			case !testIDPattern.MatchString(id):
+				return nil, fmt.Errorf("ignore list %s: %q is not a test id like 920100-4", path, id)
+			case strings.TrimSpace(reason) == "":
+				return nil, fmt.Errorf("ignore list %s: %s has no reason", path, id)
+			}
+			if prev, dup := ignored[id]; dup {
+				return nil, fmt.Errorf("ignore list %s: %s is listed under both %s and %s", path, id, prev.group, group)
+			}
+			ignored[id] = ignoreEntry{group: group, reason: reason}
+		}
+	}
+	return ignored, nil
+}

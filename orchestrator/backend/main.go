@@ -1,0 +1,56 @@
+package backend
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Serve runs a backend on addr until ctx ends. started, if not nil, is
+// called once the listener is bound, e.g. to learn the port of
+// "127.0.0.1:0".
+func Serve(ctx context.Context, addr string, started func(*Server)) error {
+	s, err := Start(addr)
+	if err != nil {
+		return err
+	}
+	if started != nil {
+		started(s)
+	}
+	<-ctx.Done()
+	return s.Close()
+}
+
+// Main is the `wafsweep backend` subcommand: it serves until SIGINT or
+// SIGTERM and prints "listening on HOST:PORT" once bound, so a parent that
+// asked for port 0 can read the port from stdout. It returns the exit code.
+func Main(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return run(ctx, args, os.Stdout, os.Stderr)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	flags := flag.NewFlagSet("backend", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	listen := flags.String("listen", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks a free one)")
+	if err := flags.Parse(args); err != nil {
+		return 2
+	}
+	if flags.NArg() > 0 {
+		fmt.Fprintf(stderr, "backend: unexpected arguments %q\n", flags.Args())
+		return 2
+	}
+	err := Serve(ctx, *listen, func(s *Server) {
+		fmt.Fprintf(stdout, "listening on %s\n", s.Addr())
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	return 0
+}

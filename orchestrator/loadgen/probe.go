@@ -1,0 +1,88 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// maxProbeBody bounds what Probe reads: it is a pre-check, not a download.
+const maxProbeBody = 1 << 20
+
+// Probe sends the spec's request once with net/http (same method, body,
+// Host and headers) and returns the answer; used to pre-check a target,
+// e.g. that the WAF blocks an attack or passes benign traffic. Rate,
+// connections and duration are ignored.
+func Probe(ctx context.Context, spec Spec) (status int, body []byte, headers http.Header, err error) {
+	spec.QPS, spec.Connections, spec.Duration = 1, 1, 2*time.Second // irrelevant here
+	spec, err = spec.normalized()
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("loadgen: invalid spec: %w", err)
+	}
+	req, err := newRequest(ctx, spec)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	client := &http.Client{
+		Timeout: spec.RequestTimeout,
+		// One-shot: no proxy, and no idle connection left behind in the
+		// proxy's connection stats.
+		Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
+		// A redirect is an answer worth seeing, not following.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("loadgen: probe %s: %w", spec.URL, err)
+	}
+	defer resp.Body.Close()
+	body, err = io.ReadAll(io.LimitReader(resp.Body, maxProbeBody))
+	if err != nil {
+		return resp.StatusCode, nil, resp.Header, fmt.Errorf("loadgen: probe %s: read body: %w", spec.URL, err)
+	}
+	return resp.StatusCode, body, resp.Header, nil
+}
+
+func newRequest(ctx context.Context, spec Spec) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, spec.Method, spec.URL, bytes.NewReader(spec.Body))
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: build request: %w", err)
+	}
+	req.Host = spec.Host
+	for k, v := range spec.Headers {
+		req.Header.Set(k, v)
+	}
+	if spec.ContentType != "" {
+		req.Header.Set("Content-Type", spec.ContentType)
+	}
+	return req, nil
+}
+
+// dialTimeout bounds the reachability check before a run.
+const dialTimeout = 2 * time.Second
+
+// checkReachable makes sure something accepts TCP connections at the URL,
+// so a run aimed at a dead port fails at once instead of spending its whole
+// duration on socket errors. A dial, not a request, so the target's request
+// counters only see the run.
+func checkReachable(ctx context.Context, rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return fmt.Errorf("loadgen: URL %q: %w", rawURL, err)
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "80")
+	}
+	dialer := net.Dialer{Timeout: dialTimeout}
+	conn, err := dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("loadgen: target %s unreachable, not starting the load: %w", addr, err)
+	}
+	return conn.Close()
+}

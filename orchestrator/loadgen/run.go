@@ -1,0 +1,225 @@
+package loadgen
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"syscall"
+	"time"
+
+	"fortio.org/fortio/fhttp"
+	"fortio.org/fortio/periodic"
+	"fortio.org/log"
+)
+
+// resolutionSeconds is the latency histogram's bucket width: Fortio's 1 ms
+// default is too coarse for sub-millisecond proxy latency.
+const resolutionSeconds = 1e-4
+
+// percentiles Run asks Fortio for; Result names them.
+var percentiles = []float64{50, 90, 99, 99.9}
+
+// Result is one step's outcome.
+type Result struct {
+	TargetQPS     float64
+	ActualQPS     float64
+	Duration      time.Duration // measured run time
+	Scheduled     int64         // ScheduledCalls(QPS, Duration, Connections)
+	Completed     int64         // calls made, whatever their outcome
+	Non2xx        int64         // responses outside 200-299 (socket errors excluded)
+	SocketErrors  int64         // calls that got no HTTP response
+	SocketsOpened int64         // connections opened; above Connections means reconnects
+	// Codes counts calls by status; -1 is Fortio's code for a socket error.
+	Codes                              map[int]int64
+	P50Ms, P90Ms, P99Ms, P999Ms, MaxMs float64
+	// LoadgenCPUSeconds is this process's CPU (user+system) during the run.
+	// Fortio runs in-process, so anything else the process does is
+	// included: keep the process otherwise idle during a step.
+	LoadgenCPUSeconds float64
+	// RawJSON is Fortio's result JSON without the base64 request payload.
+	RawJSON []byte
+}
+
+// CompletionRatio is Completed/Scheduled, the capacity signal.
+func (r Result) CompletionRatio() float64 {
+	if r.Scheduled == 0 {
+		return 0
+	}
+	return float64(r.Completed) / float64(r.Scheduled)
+}
+
+// ErrorRatio is (Non2xx+SocketErrors)/Completed.
+func (r Result) ErrorRatio() float64 {
+	if r.Completed == 0 {
+		return 0
+	}
+	return float64(r.Non2xx+r.SocketErrors) / float64(r.Completed)
+}
+
+// Run validates spec, checks the target accepts connections, then drives
+// the load for spec.Duration. Cancelling ctx stops the load early and
+// returns the partial result with ctx's error.
+func Run(ctx context.Context, spec Spec) (Result, error) {
+	spec, err := spec.normalized()
+	if err != nil {
+		return Result{}, fmt.Errorf("loadgen: invalid spec: %w", err)
+	}
+	if err := checkReachable(ctx, spec.URL); err != nil {
+		return Result{}, err
+	}
+	quietFortio()
+	opts, err := fortioOptions(spec)
+	if err != nil {
+		return Result{}, err
+	}
+	stop := abortOnCancel(ctx, opts.Stop)
+	cpuBefore, err := processCPUSeconds()
+	if err != nil {
+		stop()
+		return Result{}, err
+	}
+	res, runErr := fhttp.RunHTTPTest(opts)
+	stop()
+	cpuAfter, err := processCPUSeconds()
+	if err != nil {
+		return Result{}, err
+	}
+	if runErr != nil {
+		return Result{}, fmt.Errorf("loadgen: fortio run against %s: %w", spec.URL, runErr)
+	}
+	result, err := toResult(spec, res, cpuAfter-cpuBefore)
+	if err != nil {
+		return Result{}, err
+	}
+	if ctx.Err() != nil {
+		return result, fmt.Errorf("loadgen: run interrupted: %w", ctx.Err())
+	}
+	return result, nil
+}
+
+// quietFortio keeps Fortio's per-run chatter out of the output. Fortio's
+// log level is process-wide; every Run sets the same value.
+func quietFortio() { log.SetLogLevelQuiet(log.Warning) }
+
+func fortioOptions(spec Spec) (*fhttp.HTTPRunnerOptions, error) {
+	opts := &fhttp.HTTPRunnerOptions{
+		RunnerOptions: periodic.RunnerOptions{
+			QPS:         spec.QPS,
+			Duration:    spec.Duration,
+			NumThreads:  spec.Connections,
+			Percentiles: percentiles,
+			Resolution:  resolutionSeconds,
+			Uniform:     true, // requests evenly spaced 1/QPS apart
+			NoCatchUp:   true, // saturation shows as fewer calls, not bursts
+			Jitter:      false,
+			Out:         io.Discard,
+			Stop:        periodic.NewAborter(),
+		},
+		HTTPOptions: fhttp.HTTPOptions{
+			URL:            spec.URL,
+			Payload:        spec.Body,
+			ContentType:    spec.ContentType,
+			MethodOverride: spec.Method,
+			HTTPReqTimeOut: spec.RequestTimeout,
+		},
+		// The target was checked with a dial; a WAF answering 403 to the
+		// warm-up is a result to record, not a reason to abort.
+		AllowInitialErrors: true,
+	}
+	headers := []string{"Host: " + spec.Host}
+	for k, v := range spec.Headers {
+		headers = append(headers, k+": "+v)
+	}
+	for _, h := range headers {
+		if err := opts.AddAndValidateExtraHeader(h); err != nil {
+			return nil, fmt.Errorf("loadgen: header %q: %w", h, err)
+		}
+	}
+	return opts, nil
+}
+
+// abortOnCancel stops the Fortio run when ctx ends; the returned func
+// releases the watcher once the run is over.
+func abortOnCancel(ctx context.Context, aborter *periodic.Aborter) (release func()) {
+	finished := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			aborter.Abort(false)
+		case <-finished:
+		}
+	}()
+	return func() { close(finished) }
+}
+
+func toResult(spec Spec, res *fhttp.HTTPRunnerResults, cpuSeconds float64) (Result, error) {
+	raw, err := rawJSONWithoutPayload(res)
+	if err != nil {
+		return Result{}, err
+	}
+	r := Result{
+		TargetQPS:         spec.QPS,
+		ActualQPS:         res.ActualQPS,
+		Duration:          res.ActualDuration,
+		Scheduled:         ScheduledCalls(spec.QPS, spec.Duration, spec.Connections),
+		Completed:         res.DurationHistogram.Count,
+		SocketsOpened:     res.SocketCount,
+		Codes:             maps.Clone(res.RetCodes),
+		MaxMs:             res.DurationHistogram.Max * 1000,
+		LoadgenCPUSeconds: cpuSeconds,
+		RawJSON:           raw,
+	}
+	for code, n := range r.Codes {
+		switch {
+		case code == fhttp.SocketError:
+			r.SocketErrors += n
+		case code < 200 || code > 299:
+			r.Non2xx += n
+		}
+	}
+	for _, p := range res.DurationHistogram.Percentiles {
+		ms := p.Value * 1000
+		switch p.Percentile {
+		case 50:
+			r.P50Ms = ms
+		case 90:
+			r.P90Ms = ms
+		case 99:
+			r.P99Ms = ms
+		case 99.9:
+			r.P999Ms = ms
+		}
+	}
+	return r, nil
+}
+
+// rawJSONWithoutPayload keeps Fortio's full result for archiving minus the
+// request body, which Fortio stores base64 and which can be large.
+func rawJSONWithoutPayload(res *fhttp.HTTPRunnerResults) ([]byte, error) {
+	full, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: encode fortio result: %w", err)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(full, &fields); err != nil {
+		return nil, fmt.Errorf("loadgen: decode fortio result: %w", err)
+	}
+	delete(fields, "Payload")
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: encode fortio result: %w", err)
+	}
+	return out, nil
+}
+
+// processCPUSeconds is this process's user+system CPU time so far.
+func processCPUSeconds() (float64, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, fmt.Errorf("loadgen: getrusage: %w", err)
+	}
+	seconds := func(tv syscall.Timeval) float64 { return float64(tv.Sec) + float64(tv.Usec)/1e6 }
+	return seconds(ru.Utime) + seconds(ru.Stime), nil
+}

@@ -1,0 +1,133 @@
+// Package loadgen drives constant-throughput HTTP/1.1 load with Fortio as a
+// library and reports what a sweep step needs: scheduled versus completed
+// calls (the capacity signal under NoCatchUp), status codes, socket use,
+// latency percentiles and the load generator's own CPU.
+package loadgen
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Defaults applied by Run and Probe when the Spec leaves a field empty.
+const (
+	// DefaultHost is sent as Host: a numeric Host trips CRS rule 920350,
+	// which would make benign traffic look like an attack.
+	DefaultHost = "wafsweep.test"
+	// DefaultUserAgent and DefaultAccept are sent unless Headers set them;
+	// CRS flags requests missing either (rules 920320, 920300).
+	DefaultUserAgent = "wafsweep-loadgen/1"
+	DefaultAccept    = "*/*"
+	// DefaultRequestTimeout bounds one request, as Fortio's own default.
+	DefaultRequestTimeout = 3 * time.Second
+)
+
+// Spec describes one load step.
+type Spec struct {
+	URL         string // http://127.0.0.1:PORT/path
+	Host        string // Host header; default DefaultHost; never an IP
+	Method      string // default GET, or POST when Body is set
+	ContentType string
+	Body        []byte
+	Headers     map[string]string // extra headers (not Host, Content-Type or Content-Length)
+	QPS         float64           // total target rate across all connections
+	Connections int               // keep-alive connections, one Fortio thread each
+	Duration    time.Duration
+	// RequestTimeout bounds each request; default DefaultRequestTimeout.
+	RequestTimeout time.Duration
+}
+
+// ScheduledCalls is the number of calls Fortio makes for this rate,
+// duration and connection count: each connection gets floor(QPS*T/c).
+func ScheduledCalls(qps float64, d time.Duration, connections int) int64 {
+	if connections < 1 {
+		return 0
+	}
+	total := int64(math.Floor(qps * d.Seconds()))
+	return total / int64(connections) * int64(connections)
+}
+
+// normalized returns the spec with defaults filled in, or every problem
+// found in it.
+func (s Spec) normalized() (Spec, error) {
+	if s.Host == "" {
+		s.Host = DefaultHost
+	}
+	if s.Method == "" {
+		s.Method = http.MethodGet
+		if len(s.Body) > 0 {
+			s.Method = http.MethodPost
+		}
+	}
+	if s.RequestTimeout == 0 {
+		s.RequestTimeout = DefaultRequestTimeout
+	}
+	headers := make(map[string]string, len(s.Headers)+2)
+	headers["User-Agent"], headers["Accept"] = DefaultUserAgent, DefaultAccept
+	for k, v := range s.Headers {
+		headers[http.CanonicalHeaderKey(k)] = v
+	}
+	s.Headers = headers
+	return s, s.validate()
+}
+
+func (s Spec) validate() error {
+	errs := []error{validateURL(s.URL), validateHost(s.Host), validateHeaders(s.Headers)}
+	if s.QPS <= 0 || math.IsInf(s.QPS, 0) || math.IsNaN(s.QPS) {
+		errs = append(errs, fmt.Errorf("QPS %v must be a positive number", s.QPS))
+	}
+	if s.Connections < 1 {
+		errs = append(errs, fmt.Errorf("Connections %d must be at least 1", s.Connections))
+	}
+	if s.Duration <= 0 {
+		errs = append(errs, fmt.Errorf("Duration %v must be positive", s.Duration))
+	}
+	if s.RequestTimeout < 0 {
+		errs = append(errs, fmt.Errorf("RequestTimeout %v must not be negative", s.RequestTimeout))
+	}
+	// Fortio silently drops connections when each would get fewer than two
+	// calls, which would change the step being measured.
+	if s.Connections >= 1 && s.QPS > 0 && s.Duration > 0 && s.QPS*s.Duration.Seconds() < float64(2*s.Connections) {
+		errs = append(errs, fmt.Errorf("QPS*Duration = %.0f calls is less than 2 per connection (%d connections)",
+			s.QPS*s.Duration.Seconds(), s.Connections))
+	}
+	return errors.Join(errs...)
+}
+
+func validateURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("URL %q: %w", raw, err)
+	}
+	if u.Scheme != "http" || u.Host == "" {
+		return fmt.Errorf("URL %q must be http://host:port/... (the load client speaks HTTP/1.1 in clear)", raw)
+	}
+	return nil
+}
+
+func validateHost(host string) error {
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	if net.ParseIP(strings.Trim(name, "[]")) != nil {
+		return fmt.Errorf("Host %q is numeric; CRS rule 920350 flags that, use a name such as %s", host, DefaultHost)
+	}
+	return nil
+}
+
+func validateHeaders(headers map[string]string) error {
+	for k := range headers {
+		switch http.CanonicalHeaderKey(k) {
+		case "Host", "Content-Type", "Content-Length":
+			return fmt.Errorf("header %q must be set through Spec.Host, Spec.ContentType or Spec.Body", k)
+		}
+	}
+	return nil
+}

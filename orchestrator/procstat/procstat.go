@@ -1,0 +1,189 @@
+// Package procstat reads what the sweep accounts per process from /proc:
+// CPU time and resident memory, plus the CPU pinning of whole processes.
+// It reads files the kernel keeps anyway, so sampling does not perturb the
+// measured process.
+package procstat
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat.
+// Linux fixes it at 100 on every architecture the sweep runs on.
+const clockTicks = 100
+
+// CPUSeconds is the user+system CPU time of all threads of pid.
+func CPUSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("procstat: %w", err)
+	}
+	return parseStatCPU(b)
+}
+
+// parseStatCPU extracts utime+stime. The command name (field 2) may hold
+// spaces and parentheses, so fields are counted from the last ')'.
+func parseStatCPU(stat []byte) (float64, error) {
+	end := bytes.LastIndexByte(stat, ')')
+	if end < 0 {
+		return 0, fmt.Errorf("procstat: malformed stat %q", stat)
+	}
+	fields := strings.Fields(string(stat[end+1:]))
+	// After the name: state(3) ... utime(14) stime(15): indexes 11 and 12.
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("procstat: short stat %q", stat)
+	}
+	utime, err1 := strconv.ParseUint(fields[11], 10, 64)
+	stime, err2 := strconv.ParseUint(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("procstat: bad utime/stime in %q", stat)
+	}
+	return float64(utime+stime) / clockTicks, nil
+}
+
+// Memory is a process's resident set now and its lifetime peak.
+type Memory struct {
+	RSSBytes  uint64 // VmRSS
+	PeakBytes uint64 // VmHWM: the high-water mark since the process started
+}
+
+// ReadMemory reads VmRSS and VmHWM from /proc/<pid>/status.
+func ReadMemory(pid int) (Memory, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return Memory{}, fmt.Errorf("procstat: %w", err)
+	}
+	return parseStatusMemory(b)
+}
+
+func parseStatusMemory(status []byte) (Memory, error) {
+	var m Memory
+	var seen int
+	sc := bufio.NewScanner(bytes.NewReader(status))
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), ":")
+		if !ok || (name != "VmRSS" && name != "VmHWM") {
+			continue
+		}
+		kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
+		if err != nil {
+			return m, fmt.Errorf("procstat: bad %s %q", name, value)
+		}
+		if name == "VmRSS" {
+			m.RSSBytes = kb << 10
+		} else {
+			m.PeakBytes = kb << 10
+		}
+		seen++
+	}
+	if seen != 2 {
+		return m, fmt.Errorf("procstat: VmRSS/VmHWM missing from status")
+	}
+	return m, nil
+}
+
+// SelfCPUSeconds is this process's own user+system CPU time (all threads),
+// the load generator's cost when it runs in-process.
+func SelfCPUSeconds() (float64, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, fmt.Errorf("procstat: getrusage: %w", err)
+	}
+	return tv(ru.Utime) + tv(ru.Stime), nil
+}
+
+func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+
+// PinProcess sets the CPU affinity of every thread of pid. Threads created
+// afterwards inherit their creator's mask, so the whole process stays on
+// cpus from then on.
+func PinProcess(pid int, cpus []int) error {
+	var set unix.CPUSet
+	set.Zero()
+	for _, c := range cpus {
+		set.Set(c)
+	}
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
+	if err != nil || len(tasks) == 0 {
+		return fmt.Errorf("procstat: list threads of %d: %v", pid, err)
+	}
+	for _, task := range tasks {
+		tid, err := strconv.Atoi(filepath.Base(task))
+		if err != nil {
+			continue
+		}
+		if err := unix.SchedSetaffinity(tid, &set); err != nil && err != unix.ESRCH {
+			return fmt.Errorf("procstat: pin thread %d to %v: %w", tid, cpus, err)
+		}
+	}
+	return nil
+}
+
+// CPUModel is the first "model name" of /proc/cpuinfo.
+func CPUModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if name, value, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(name) == "model name" {
+			return strings.TrimSpace(value)
+		}
+	}
+	return "unknown"
+}
+
+// ParseCPUList parses a kernel-style CPU list such as "0-2,5".
+func ParseCPUList(s string) ([]int, error) {
+	var cpus []int
+	for _, part := range strings.Split(strings.TrimSpace(s), ",") {
+		if part == "" {
+			continue
+		}
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 {
+			return nil, fmt.Errorf("CPU list %q: %q is not a CPU number", s, part)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return nil, fmt.Errorf("CPU list %q: bad range %q", s, part)
+			}
+		}
+		for c := a; c <= b; c++ {
+			cpus = append(cpus, c)
+		}
+	}
+	if len(cpus) == 0 {
+		return nil, fmt.Errorf("CPU list %q is empty", s)
+	}
+	return cpus, nil
+}
+
+// FormatCPUList is the inverse of ParseCPUList for sorted lists.
+func FormatCPUList(cpus []int) string {
+	var parts []string
+	for i := 0; i < len(cpus); {
+		j := i
+		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
+			j++
+		}
+		if j > i {
+			parts = append(parts, fmt.Sprintf("%d-%d", cpus[i], cpus[j]))
+		} else {
+			parts = append(parts, strconv.Itoa(cpus[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
+}
