@@ -63,6 +63,7 @@ test: lint envoy $(MODULE) $(TEST_MODULE)
 	WAFSWEEP_E2E=required ENVOY_BIN="$(abspath $(BUILD)/envoy)" \
 	CORAZAWAF_MODULE="$(abspath $(MODULE))" CORAZAWAF_TEST_MODULE="$(abspath $(TEST_MODULE))" \
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
+	$(GO) test -tags corazawaf_testhooks ./filter/waf/
 
 unit:
 	$(GO) test -short ./...

@@ -133,7 +133,7 @@ func (r results) describe(ids []string) string {
 			fmt.Fprintf(&b, " (%s)", tc.FileName)
 		}
 		if err, ok := r.out.errors[id]; ok {
-			fmt.Fprintf(&b, ": not finished: %v", err)
+			fmt.Fprintf(&b, ": %v", err)
 		}
 		b.WriteString("\n")
 		if !ok {

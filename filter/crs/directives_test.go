@@ -13,14 +13,14 @@ const markerHeader = "X-CRS-Test"
 // for, in the order it must load:
 //
 //  1. Coraza's recommended configuration;
-//  2. the CRS test settings. Rule 900005 is the one the CRS regression
-//     README asks for: it switches the transaction to DetectionOnly (the
-//     tests assert on logged rule ids, not on blocking), removes 910000
-//     and raises the paranoia level to 4 with the test suite's argument
-//     and file limits. The marker rule logs X-CRS-Test's value so go-ftw
-//     can find where each test's log lines start and end, and removes
-//     every other rule from marker requests so they add nothing to the
-//     window between the markers;
+//  2. the CRS test settings: default actions that log in the response
+//     phases; rule 900005 from the CRS regression README, which switches
+//     the transaction to DetectionOnly (the tests assert on logged rule
+//     ids, not on blocking), removes 910000 and sets paranoia level 4 with
+//     the suite's argument and file limits; and the marker rule, which
+//     logs X-CRS-Test's value so go-ftw can find where each test's log
+//     lines start and end, and removes every other rule from marker
+//     requests so they add nothing between the markers;
 //  3. the CRS set-up and the CRS rules, which read the settings above.
 var crsTestDirectives = []string{
 	"Include @coraza.conf-recommended",
@@ -29,6 +29,14 @@ var crsTestDirectives = []string{
 	"SecAuditEngine Off",
 	// The reflector answers text/plain, so response bodies are inspected.
 	"SecResponseBodyMimeType text/plain",
+	// crs-setup gives default actions for phases 1 and 2 only. ModSecurity,
+	// which the suite is written against, logs rules of the other phases
+	// by default; Coraza does not, so without these the response rules
+	// (RESPONSE-95x, e.g. 951110: "block" without "log") and the phase-5
+	// reporting rule 980170 match silently and go-ftw never sees their ids.
+	`SecDefaultAction "phase:3,log,auditlog,pass"`,
+	`SecDefaultAction "phase:4,log,auditlog,pass"`,
+	`SecDefaultAction "phase:5,log,auditlog,pass"`,
 	`SecAction "id:900005,phase:1,nolog,pass,` +
 		`ctl:ruleEngine=DetectionOnly,ctl:ruleRemoveById=910000,` +
 		`setvar:tx.blocking_paranoia_level=4,setvar:tx.crs_validate_utf8_encoding=1,` +

@@ -112,6 +112,8 @@ func tryStartProxy(t testing.TB, o proxyOptions) (*proxy, error) {
 	defer cancel()
 	p.envoy, err = envoyproc.Start(ctx, envoyproc.Options{
 		ConfigPath: cfgPath, LogPath: p.logPath, AdminPort: ports[1], Concurrency: 2, LogLevel: o.logLevel,
+		// Envoy flushes access logs every 10 s by default; tests read them sooner.
+		FileFlushInterval: 100 * time.Millisecond,
 	})
 	if err != nil {
 		return p, err

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
+	"github.com/wafsweep/wafsweep/orchestrator/procstat"
+	"github.com/wafsweep/wafsweep/orchestrator/sweep"
+	"github.com/wafsweep/wafsweep/orchestrator/target/local"
+)
+
+// sweepFlags are the command line of `wafsweep sweep`.
+type sweepFlags struct {
+	profile, planFile                     string
+	flavors, tiers, shapes, ladder        string
+	connections, rounds, floor            int
+	warmup, measure, cooldown             time.Duration
+	sweepID, resultsDir, rulesets, module string
+	target                                string
+	proxyCPUs, loadgenCPUs, backendCPUs   string
+}
+
+func parseSweepFlags(args []string, stderr io.Writer) (sweepFlags, *flag.FlagSet, error) {
+	var f sweepFlags
+	fs := flag.NewFlagSet("wafsweep sweep", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.profile, "profile", "short", "starting plan: short (about 15 minutes on 2 cores) or full (the whole matrix)")
+	fs.StringVar(&f.planFile, "plan", "", "JSON plan file (replaces --profile; flags below still override it)")
+	fs.StringVar(&f.flavors, "flavors", "", "comma-separated flavors: "+strings.Join(plan.Flavors(), ", "))
+	fs.StringVar(&f.tiers, "tiers", "", "comma-separated tiers: "+strings.Join(plan.Tiers()[1:], ", "))
+	fs.StringVar(&f.shapes, "shapes", "", "comma-separated shapes: "+strings.Join(plan.Shapes(), ", "))
+	fs.StringVar(&f.ladder, "ladder", "", "comma-separated target rates in RPS, ascending (e.g. 1000,2000,4000)")
+	fs.IntVar(&f.connections, "connections", 0, "load generator connections")
+	fs.IntVar(&f.rounds, "rounds", 0, "repeats of the whole sweep, in alternating flavor order")
+	fs.IntVar(&f.floor, "floor", -1, "lowest rate tried below the ladder when its bottom fails (0: report censored below)")
+	fs.DurationVar(&f.warmup, "warmup", 0, "warm-up before each measured step")
+	fs.DurationVar(&f.measure, "measure", 0, "measured window of each step")
+	fs.DurationVar(&f.cooldown, "cooldown", 0, "pause after each step")
+	fs.StringVar(&f.sweepID, "sweep-id", "", "name of the output directory under --results (default: derived from the plan, so the same command resumes)")
+	fs.StringVar(&f.resultsDir, "results", "", "results directory (default <repo>/results)")
+	fs.StringVar(&f.rulesets, "rulesets", "", "rule tier directory (default <repo>/rulesets)")
+	fs.StringVar(&f.module, "module", os.Getenv("CORAZAWAF_MODULE"), "libcorazawaf.so (default $CORAZAWAF_MODULE or <repo>/build/libcorazawaf.so)")
+	fs.StringVar(&f.target, "target", "local", "where to run: local")
+	fs.StringVar(&f.proxyCPUs, "proxy-cpus", "", "CPUs of the proxy, e.g. 1 or 2-3 (default: the upper half)")
+	fs.StringVar(&f.loadgenCPUs, "loadgen-cpus", "", "CPUs of the load generator (default: the lower half)")
+	fs.StringVar(&f.backendCPUs, "backend-cpus", "", "CPUs of the backend (default: the load generator's)")
+	if err := fs.Parse(args); err != nil {
+		return f, fs, err
+	}
+	if fs.NArg() > 0 {
+		return f, fs, fmt.Errorf("unexpected arguments %q: flags only", fs.Args())
+	}
+	return f, fs, nil
+}
+
+// shortProfile is `make sweep`'s default: the whole output set in about
+// 15 minutes on a 2-core machine.
+func shortProfile() plan.Plan {
+	p := plan.Default()
+	p.Shapes = []string{plan.ShapeGet, plan.ShapeJSON1K}
+	p.Warmup, p.Measure, p.Cooldown = 2*time.Second, 5*time.Second, 1*time.Second
+	return p
+}
+
+// buildPlan applies the profile or plan file, then the flags.
+func (f sweepFlags) buildPlan() (plan.Plan, error) {
+	var p plan.Plan
+	switch {
+	case f.planFile != "":
+		var err error
+		if p, err = plan.LoadFile(f.planFile); err != nil {
+			return p, err
+		}
+	case f.profile == "short":
+		p = shortProfile()
+	case f.profile == "full":
+		p = plan.Default()
+	default:
+		return p, fmt.Errorf("--profile %q: use short or full", f.profile)
+	}
+	var errs []error
+	list := func(s string, dst *[]string) {
+		if s != "" {
+			*dst = splitList(s)
+		}
+	}
+	list(f.flavors, &p.Flavors)
+	list(f.tiers, &p.Tiers)
+	list(f.shapes, &p.Shapes)
+	if f.ladder != "" {
+		p.Ladder = nil
+		for _, s := range splitList(f.ladder) {
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("--ladder: %q is not a rate in RPS", s))
+			}
+			p.Ladder = append(p.Ladder, n)
+		}
+	}
+	setInt(&p.Connections, f.connections)
+	setInt(&p.Rounds, f.rounds)
+	if f.floor >= 0 {
+		p.FloorRPS = f.floor
+	}
+	setDur(&p.Warmup, f.warmup)
+	setDur(&p.Measure, f.measure)
+	setDur(&p.Cooldown, f.cooldown)
+	errs = append(errs, p.Validate())
+	return p, errors.Join(errs...)
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+func setInt(dst *int, v int) {
+	if v > 0 {
+		*dst = v
+	}
+}
+
+func setDur(dst *time.Duration, v time.Duration) {
+	if v > 0 {
+		*dst = v
+	}
+}
+
+// sweepID names the output directory after the plan, so running the same
+// command again finds and resumes it.
+func sweepID(target string, p plan.Plan) (string, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return target + "-" + hex.EncodeToString(sum[:4]), nil
+}
+
+func cpuFlag(name, value string) ([]int, error) {
+	if value == "" {
+		return nil, nil
+	}
+	cpus, err := procstat.ParseCPUList(value)
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", name, err)
+	}
+	return cpus, nil
+}
+
+func runSweep(args []string) int {
+	f, _, err := parseSweepFlags(args, os.Stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(os.Stderr, "wafsweep sweep: %v\n", err)
+		return 2
+	}
+	opts, err := f.sweepOptions()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "wafsweep sweep: nothing was started:\n%v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fmt.Fprintf(os.Stderr, "wafsweep: sweep %s -> %s\n", opts.SweepID, opts.OutDir)
+	if err := sweep.Run(ctx, opts); err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(os.Stderr, "wafsweep: interrupted; finished steps are in %s; run the same command again to resume\n", opts.OutDir)
+			return 130
+		}
+		fmt.Fprintf(os.Stderr, "wafsweep sweep: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "wafsweep: done: %s\n", filepath.Join(opts.OutDir, sweep.ReportFile))
+	return 0
+}
+
+// sweepOptions checks everything that can be checked before anything
+// starts, and reports all problems at once.
+func (f sweepFlags) sweepOptions() (sweep.Options, error) {
+	var errs []error
+	p, err := f.buildPlan()
+	errs = append(errs, err)
+	root, rootErr := envoyproc.RepoRoot()
+	if f.resultsDir == "" || f.rulesets == "" || f.module == "" {
+		errs = append(errs, rootErr)
+	}
+	def := func(v, rel string) string {
+		if v != "" || rootErr != nil {
+			return v
+		}
+		return filepath.Join(root, rel)
+	}
+	resultsDir, rulesets, module := def(f.resultsDir, "results"), def(f.rulesets, "rulesets"), def(f.module, "build/libcorazawaf.so")
+	if f.target != "local" {
+		errs = append(errs, fmt.Errorf("--target %q: only local is available in this build", f.target))
+	}
+	proxy, err1 := cpuFlag("proxy-cpus", f.proxyCPUs)
+	loadgen, err2 := cpuFlag("loadgen-cpus", f.loadgenCPUs)
+	backendCPUs, err3 := cpuFlag("backend-cpus", f.backendCPUs)
+	errs = append(errs, err1, err2, err3)
+	if err := errors.Join(errs...); err != nil {
+		return sweep.Options{}, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return sweep.Options{}, err
+	}
+	tgt, err := local.New(local.Options{ModulePath: module, ProxyCPUs: proxy, LoadgenCPUs: loadgen, BackendCPUs: backendCPUs,
+		BackendCommand: []string{self, "backend"}, PinSelf: true})
+	if err != nil {
+		return sweep.Options{}, err
+	}
+	if err := tgt.CheckModule(p); err != nil {
+		return sweep.Options{}, err
+	}
+	id := f.sweepID
+	if id == "" {
+		if id, err = sweepID(tgt.Name(), p); err != nil {
+			return sweep.Options{}, err
+		}
+	}
+	return sweep.Options{
+		Plan: p, Target: tgt, SweepID: id, OutDir: filepath.Join(resultsDir, id), RulesetsDir: rulesets,
+		CommandLine: os.Args, Versions: versions(module), Progress: os.Stderr,
+	}, nil
+}

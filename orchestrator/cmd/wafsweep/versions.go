@@ -1,0 +1,75 @@
+package main
+
+import (
+	"crypto/sha256"
+	"debug/buildinfo"
+	"encoding/hex"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"runtime/debug"
+	"strings"
+
+	"github.com/wafsweep/wafsweep/orchestrator/dataset"
+	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
+)
+
+// versions records what produced the numbers.
+func versions(module string) dataset.Versions {
+	v := dataset.Versions{Go: runtime.Version(), Module: fileDigest(module), Envoy: envoyVersion()}
+	// Coraza and the CRS are linked into the module, not into wafsweep:
+	// read them from the module's own build information.
+	if info, err := buildinfo.ReadFile(module); err == nil {
+		for _, dep := range info.Deps {
+			switch dep.Path {
+			case "github.com/corazawaf/coraza/v3":
+				v.Coraza = dep.Version
+			case "github.com/corazawaf/coraza-coreruleset/v4":
+				v.CRS = dep.Version
+			}
+		}
+	}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				v.WafsweepCommit = s.Value
+			}
+		}
+	}
+	if v.WafsweepCommit == "" {
+		if out, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+			v.WafsweepCommit = strings.TrimSpace(string(out))
+		}
+	}
+	return v
+}
+
+var envoyVersionPattern = regexp.MustCompile(`version: (\S+)`)
+
+func envoyVersion() string {
+	bin, err := envoyproc.FindBinary()
+	if err != nil {
+		return "unknown"
+	}
+	out, err := exec.Command(bin, "--version").Output()
+	if m := envoyVersionPattern.FindSubmatch(out); err == nil && m != nil {
+		return string(m[1])
+	}
+	return "unknown"
+}
+
+// fileDigest identifies a module build: sha256 prefix of the file.
+func fileDigest(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "missing"
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "unreadable"
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))[:16]
+}

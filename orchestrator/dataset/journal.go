@@ -1,0 +1,109 @@
+package dataset
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/wafsweep/wafsweep/orchestrator/knee"
+)
+
+// Journal is steps.csv seen as the record of a sweep in progress: it tells
+// which steps of which search are already measured, so that a resumed sweep
+// replays them (knee.Replay) instead of measuring them again, and it refuses
+// to record a step twice.
+type Journal struct {
+	mu     sync.Mutex
+	w      *StepWriter
+	rows   []StepRow
+	byKey  map[stepKey]bool
+	counts map[searchKey]int
+}
+
+// searchKey identifies one knee search: a config in a round.
+type searchKey struct {
+	round    int
+	configID string
+}
+
+// OpenJournal opens (or creates) steps.csv, repairing a torn last line, and
+// loads the steps already recorded.
+func OpenJournal(path string) (*Journal, error) {
+	w, err := OpenStepWriter(path)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := ReadSteps(path)
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	j := &Journal{w: w, byKey: map[stepKey]bool{}, counts: map[searchKey]int{}}
+	for _, r := range rows {
+		j.remember(r)
+	}
+	return j, nil
+}
+
+func (j *Journal) remember(r StepRow) {
+	j.rows = append(j.rows, r)
+	j.byKey[r.key()] = true
+	j.counts[searchKey{r.Round, r.ConfigID}]++
+}
+
+// Append records a measured step. Within a search, steps must come in seq
+// order from 0 without gaps, and a (round, config, seq) is written once.
+func (j *Journal) Append(row StepRow) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.byKey[row.key()] {
+		return fmt.Errorf("journal: step already recorded (%s)", row.key())
+	}
+	if next := j.counts[searchKey{row.Round, row.ConfigID}]; row.Seq != next {
+		return fmt.Errorf("journal: step (%s) out of order: the next seq of this search is %d", row.key(), next)
+	}
+	if err := j.w.Write(row); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	j.remember(row)
+	return nil
+}
+
+// Steps returns the recorded steps of one search in seq order.
+func (j *Journal) Steps(round int, configID string) []StepRow {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var out []StepRow
+	for _, r := range j.rows {
+		if r.Round == round && r.ConfigID == configID {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b StepRow) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out
+}
+
+// KneeSteps is Steps as knee steps, ready for knee.Replay.
+func (j *Journal) KneeSteps(round int, configID string) []knee.Step {
+	rows := j.Steps(round, configID)
+	steps := make([]knee.Step, len(rows))
+	for i, r := range rows {
+		steps[i] = r.KneeStep()
+	}
+	return steps
+}
+
+// Rows returns every recorded step in file order.
+func (j *Journal) Rows() []StepRow {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return slices.Clone(j.rows)
+}
+
+// Close closes the underlying file.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.w.Close()
+}

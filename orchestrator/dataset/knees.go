@@ -1,0 +1,157 @@
+package dataset
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+)
+
+// AllRounds is the Round of a KneeRow that aggregates every round of a
+// config; it reads "all" in knees.csv.
+const AllRounds = -1
+
+// Censoring of a knee; bound_rps gives the bound.
+const (
+	CensoredNone  = "none"
+	CensoredAbove = "above" // passed the top of the ladder: knee >= bound_rps (the top)
+	CensoredBelow = "below" // failed the lowest rate tried: knee < bound_rps (the bottom of the ladder, or the floor after a descent)
+)
+
+// KneeRow is a line of knees.csv: the knee of one config in one round, or,
+// with Round == AllRounds, the aggregate over the valid rounds of a config
+// (see BuildKnees). Float fields use NaN for "not available" (empty cell).
+type KneeRow struct {
+	SweepID  string
+	Round    int // a round, or AllRounds
+	Rounds   int // valid rounds behind the row: 0 or 1 for a round row
+	ConfigID string
+	Flavor   string
+	Tier     string
+	Shape    string
+
+	KneeRPS  int    // 0 when censored below or invalid
+	Censored string // CensoredNone, CensoredAbove, CensoredBelow
+	// BoundRPS is the censoring bound (knee.Result.Bound): knee >= BoundRPS
+	// when censored above, knee < BoundRPS when censored below; 0 when not
+	// censored. On an aggregate row it is the bound of the majority
+	// censoring, the most conservative over the rounds that share it.
+	BoundRPS      int
+	Invalid       bool
+	Reasons       []string
+	Confirmed     bool
+	LowestFailRPS int // 0 when nothing failed
+
+	P50MsAtKnee      float64 // from the last passing run at the knee rate
+	P99MsAtKnee      float64
+	CoresPer1kAtKnee float64
+	RSSPeakMB        float64 // highest step peak of the search
+
+	KneeVsEnvoy       float64 // knee / knee of flavor envoy for the same shape and round
+	AddedP99MsVsEnvoy float64 // p99 at the knee minus envoy's p99 at the same target
+
+	LatencyKneeRPS int // knee.LatencyKnee; 0 when even the lowest rate misses
+	LatencySLOMs   float64
+
+	// Spread over rounds; NaN on round rows.
+	KneeMedianRPS, KneeMinRPS, KneeMaxRPS, KneeStddevRPS float64
+}
+
+// kr shortens the column accessors below.
+type kr = KneeRow
+
+// roundCol writes AllRounds as "all".
+func roundCol(name string, field func(*kr) *int) column[kr] {
+	c := intCol(name, field)
+	get, set := c.get, c.set
+	c.get = func(r *kr) string {
+		if *field(r) == AllRounds {
+			return "all"
+		}
+		return get(r)
+	}
+	c.set = func(r *kr, v string) error {
+		if v == "all" {
+			*field(r) = AllRounds
+			return nil
+		}
+		return set(r, v)
+	}
+	return c
+}
+
+// kneeSchema is the one declaration of knees.csv.
+var kneeSchema = schema[KneeRow]{
+	strCol("sweep_id", func(r *kr) *string { return &r.SweepID }),
+	roundCol("round", func(r *kr) *int { return &r.Round }),
+	intCol("rounds", func(r *kr) *int { return &r.Rounds }),
+	strCol("config_id", func(r *kr) *string { return &r.ConfigID }),
+	strCol("flavor", func(r *kr) *string { return &r.Flavor }),
+	strCol("tier", func(r *kr) *string { return &r.Tier }),
+	strCol("shape", func(r *kr) *string { return &r.Shape }),
+	intCol("knee_rps", func(r *kr) *int { return &r.KneeRPS }),
+	strCol("censored", func(r *kr) *string { return &r.Censored }),
+	intCol("bound_rps", func(r *kr) *int { return &r.BoundRPS }),
+	boolCol("invalid", func(r *kr) *bool { return &r.Invalid }),
+	listCol("reasons", func(r *kr) *[]string { return &r.Reasons }),
+	boolCol("confirmed", func(r *kr) *bool { return &r.Confirmed }),
+	intCol("lowest_fail_rps", func(r *kr) *int { return &r.LowestFailRPS }),
+	floatCol("p50_ms_at_knee", func(r *kr) *float64 { return &r.P50MsAtKnee }),
+	floatCol("p99_ms_at_knee", func(r *kr) *float64 { return &r.P99MsAtKnee }),
+	floatCol("cores_per_1k_at_knee", func(r *kr) *float64 { return &r.CoresPer1kAtKnee }),
+	floatCol("rss_peak_mb", func(r *kr) *float64 { return &r.RSSPeakMB }),
+	floatCol("knee_vs_envoy", func(r *kr) *float64 { return &r.KneeVsEnvoy }),
+	floatCol("added_p99_ms_vs_envoy", func(r *kr) *float64 { return &r.AddedP99MsVsEnvoy }),
+	intCol("latency_knee_rps", func(r *kr) *int { return &r.LatencyKneeRPS }),
+	floatCol("latency_slo_ms", func(r *kr) *float64 { return &r.LatencySLOMs }),
+	floatCol("knee_median_rps", func(r *kr) *float64 { return &r.KneeMedianRPS }),
+	floatCol("knee_min_rps", func(r *kr) *float64 { return &r.KneeMinRPS }),
+	floatCol("knee_max_rps", func(r *kr) *float64 { return &r.KneeMaxRPS }),
+	floatCol("knee_stddev_rps", func(r *kr) *float64 { return &r.KneeStddevRPS }),
+}
+
+// KneesHeader is the header of knees.csv, in column order.
+func KneesHeader() []string { return kneeSchema.header() }
+
+// WriteKnees replaces path with the rows, atomically.
+func WriteKnees(path string, rows []KneeRow) error {
+	return writeFileAtomic(path, func(w io.Writer) error {
+		cw := csv.NewWriter(w)
+		if err := cw.Write(kneeSchema.header()); err != nil {
+			return err
+		}
+		for i := range rows {
+			if err := cw.Write(kneeSchema.encode(&rows[i])); err != nil {
+				return err
+			}
+		}
+		cw.Flush()
+		return cw.Error()
+	})
+}
+
+// ReadKnees reads knees.csv, checking the header and naming bad lines.
+func ReadKnees(path string) ([]KneeRow, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read knees: %w", err)
+	}
+	var rows []KneeRow
+	err = readCSV(data, kneeSchema, func(row KneeRow, _ int) error {
+		rows = append(rows, row)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return rows, nil
+}
+
+// RoundLabel renders a KneeRow round for people: a number or "all".
+func RoundLabel(round int) string {
+	if round == AllRounds {
+		return "all"
+	}
+	return strconv.Itoa(round)
+}

@@ -1,0 +1,67 @@
+package dataset
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
+)
+
+// Targets: where the sweep ran.
+const (
+	TargetLocal = "local" // processes on this machine
+	TargetKind  = "kind"  // a local kind cluster
+	TargetKube  = "kube"  // a real Kubernetes cluster
+)
+
+// Versions of everything that shapes the numbers.
+type Versions struct {
+	Envoy          string `json:"envoy"`
+	Module         string `json:"module"` // the WAF filter module build
+	Coraza         string `json:"coraza"`
+	CRS            string `json:"crs"`
+	Go             string `json:"go"`
+	WafsweepCommit string `json:"wafsweep_commit"`
+}
+
+// Metadata is metadata.json: what is needed to reproduce a sweep.
+type Metadata struct {
+	SweepID     string    `json:"sweep_id"`
+	StartedAt   time.Time `json:"started_at"`
+	FinishedAt  time.Time `json:"finished_at,omitzero"` // zero while running
+	CommandLine []string  `json:"command_line"`
+	Plan        plan.Plan `json:"plan"`
+	Versions    Versions  `json:"versions"`
+	CPUModel    string    `json:"cpu_model"`
+	Cores       int       `json:"cores"`
+	// CoreAssignment maps a role (proxy, loadgen, backend) to its CPU list,
+	// e.g. "2-3".
+	CoreAssignment map[string]string `json:"core_assignment"`
+	Target         string            `json:"target"` // TargetLocal, TargetKind, TargetKube
+	Notes          []string          `json:"notes"`
+}
+
+// WriteMetadata replaces path with m as indented JSON, atomically.
+func WriteMetadata(path string, m Metadata) error {
+	return writeFileAtomic(path, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(m)
+	})
+}
+
+// ReadMetadata reads metadata.json.
+func ReadMetadata(path string) (Metadata, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Metadata{}, fmt.Errorf("read metadata: %w", err)
+	}
+	var m Metadata
+	if err := json.Unmarshal(data, &m); err != nil {
+		return Metadata{}, fmt.Errorf("parse metadata %s: %w", path, err)
+	}
+	return m, nil
+}

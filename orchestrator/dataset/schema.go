@@ -1,0 +1,182 @@
+package dataset
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// column binds a CSV column name to a field of row type T. Each schema is one
+// ordered list of columns, used by both writer and reader, so the two can
+// never disagree about order or format.
+type column[T any] struct {
+	name string
+	get  func(*T) string
+	set  func(*T, string) error
+}
+
+type schema[T any] []column[T]
+
+func (s schema[T]) header() []string {
+	names := make([]string, len(s))
+	for i, c := range s {
+		names[i] = c.name
+	}
+	return names
+}
+
+func (s schema[T]) encode(row *T) []string {
+	rec := make([]string, len(s))
+	for i, c := range s {
+		rec[i] = c.get(row)
+	}
+	return rec
+}
+
+func (s schema[T]) decode(rec []string) (T, error) {
+	var row T
+	if len(rec) != len(s) {
+		return row, fmt.Errorf("%d fields, want %d", len(rec), len(s))
+	}
+	for i, c := range s {
+		if err := c.set(&row, rec[i]); err != nil {
+			return row, fmt.Errorf("column %s: %w", c.name, err)
+		}
+	}
+	return row, nil
+}
+
+// checkHeader reports the first difference between a file's header and the
+// declared one.
+func (s schema[T]) checkHeader(got []string) error {
+	want := s.header()
+	for i := 0; i < len(want) || i < len(got); i++ {
+		switch {
+		case i >= len(got):
+			return fmt.Errorf("header ends before column %d %q", i+1, want[i])
+		case i >= len(want):
+			return fmt.Errorf("header has extra column %d %q", i+1, got[i])
+		case got[i] != want[i]:
+			return fmt.Errorf("header column %d is %q, want %q", i+1, got[i], want[i])
+		}
+	}
+	return nil
+}
+
+// Field codecs. Each takes an accessor returning a pointer to the field, so a
+// single function serves both directions.
+
+func strCol[T any](name string, field func(*T) *string) column[T] {
+	return column[T]{
+		name: name,
+		get:  func(r *T) string { return *field(r) },
+		set:  func(r *T, v string) error { *field(r) = v; return nil },
+	}
+}
+
+func intCol[T any](name string, field func(*T) *int) column[T] {
+	return column[T]{
+		name: name,
+		get:  func(r *T) string { return strconv.Itoa(*field(r)) },
+		set: func(r *T, v string) (err error) {
+			*field(r), err = strconv.Atoi(v)
+			return err
+		},
+	}
+}
+
+func int64Col[T any](name string, field func(*T) *int64) column[T] {
+	return column[T]{
+		name: name,
+		get:  func(r *T) string { return strconv.FormatInt(*field(r), 10) },
+		set: func(r *T, v string) (err error) {
+			*field(r), err = strconv.ParseInt(v, 10, 64)
+			return err
+		},
+	}
+}
+
+// floatCol writes NaN, "not measured", as an empty cell, which spreadsheet
+// and dataframe tools read back as missing.
+func floatCol[T any](name string, field func(*T) *float64) column[T] {
+	return column[T]{
+		name: name,
+		get:  func(r *T) string { return formatFloat(*field(r)) },
+		set: func(r *T, v string) (err error) {
+			*field(r), err = parseFloat(v)
+			return err
+		},
+	}
+}
+
+func formatFloat(v float64) string {
+	if math.IsNaN(v) {
+		return ""
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+func parseFloat(v string) (float64, error) {
+	if v == "" {
+		return math.NaN(), nil
+	}
+	return strconv.ParseFloat(v, 64)
+}
+
+func boolCol[T any](name string, field func(*T) *bool) column[T] {
+	return column[T]{
+		name: name,
+		get:  func(r *T) string { return strconv.FormatBool(*field(r)) },
+		set: func(r *T, v string) (err error) {
+			*field(r), err = strconv.ParseBool(v)
+			return err
+		},
+	}
+}
+
+// timeCol writes RFC 3339 in UTC to the second; the zero time is empty.
+func timeCol[T any](name string, field func(*T) *time.Time) column[T] {
+	return column[T]{
+		name: name,
+		get: func(r *T) string {
+			if t := *field(r); !t.IsZero() {
+				return t.UTC().Format(time.RFC3339)
+			}
+			return ""
+		},
+		set: func(r *T, v string) (err error) {
+			if v == "" {
+				*field(r) = time.Time{}
+				return nil
+			}
+			*field(r), err = time.Parse(time.RFC3339, v)
+			return err
+		},
+	}
+}
+
+// listCol joins with semicolons. Semicolons and line breaks inside an item
+// would break the list apart, so they are replaced with commas and spaces.
+func listCol[T any](name string, field func(*T) *[]string) column[T] {
+	return column[T]{
+		name: name,
+		get: func(r *T) string {
+			items := make([]string, len(*field(r)))
+			for i, it := range *field(r) {
+				items[i] = listItemReplacer.Replace(it)
+			}
+			return strings.Join(items, ";")
+		},
+		set: func(r *T, v string) error {
+			*field(r) = nil
+			if v != "" {
+				*field(r) = strings.Split(v, ";")
+			}
+			return nil
+		},
+	}
+}
+
+var listItemReplacer = strings.NewReplacer(";", ",", "\r\n", " ", "\n", " ", "\r", " ")

@@ -1,0 +1,238 @@
+package dataset
+
+import (
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/wafsweep/wafsweep/orchestrator/knee"
+)
+
+// Verdicts of a step.
+const (
+	VerdictPass    = "pass"
+	VerdictFail    = "fail"
+	VerdictInvalid = "invalid"
+)
+
+// VerdictOf names the outcome of a knee step.
+func VerdictOf(st knee.Step) string {
+	switch {
+	case st.Invalid:
+		return VerdictInvalid
+	case st.Passed():
+		return VerdictPass
+	default:
+		return VerdictFail
+	}
+}
+
+// StepRow is one measured run: a line of steps.csv. Float fields use NaN
+// for "not measured" (an empty cell).
+type StepRow struct {
+	SweepID     string
+	Round       int
+	ConfigID    string // plan.Config.ID()
+	Flavor      string
+	Tier        string
+	Shape       string
+	ShapeBytes  int
+	ShapeFields int
+	Seq         int    // index of the step within its config's search in this round, from 0
+	Kind        string // knee.Kind: ladder, descend, bisect, confirm, retry
+	TargetRPS   int
+	Connections int
+	WarmupS     float64
+	MeasureS    float64
+	StartedAt   time.Time
+
+	Scheduled     int64
+	Completed     int64
+	Completion    float64
+	Non2xx        int64
+	SocketErrors  int64
+	SocketsOpened int64
+	ErrorRatio    float64
+	AchievedRPS   float64
+
+	P50Ms, P90Ms, P99Ms, P999Ms, MaxMs float64
+
+	ProxyCPUS              float64 // proxy CPU seconds during the measured window
+	ProxyIdleCPUSPerS      float64 // proxy CPU seconds per second when idle
+	CoresPer1k             float64 // see the notes: idle-corrected, per 1,000 successful requests
+	ProxyRSSPeakMB         float64 // peak during the step
+	ProxyRSSLifetimePeakMB float64 // peak since the proxy started (rule compilation included)
+	LoadgenCPUS            float64
+	LoadgenCPUFraction     float64 // of the load generator's CPU budget
+	ProxyRestarted         bool
+
+	Verdict string   // VerdictPass, VerdictFail, VerdictInvalid
+	Reasons []string // why invalid (or failed)
+	RawFile string   // Fortio JSON, relative to the sweep directory
+}
+
+// KneeStep is the row as the knee search sees it (used to replay a search).
+func (r StepRow) KneeStep() knee.Step {
+	return knee.Step{
+		Target:         r.TargetRPS,
+		Scheduled:      r.Scheduled,
+		Completed:      r.Completed,
+		Errors:         r.Non2xx + r.SocketErrors,
+		Invalid:        r.Verdict == VerdictInvalid,
+		InvalidReasons: append([]string(nil), r.Reasons...),
+	}
+}
+
+type stepKey struct {
+	round    int
+	configID string
+	seq      int
+}
+
+func (r StepRow) key() stepKey { return stepKey{r.Round, r.ConfigID, r.Seq} }
+
+func (k stepKey) String() string {
+	return fmt.Sprintf("round %d, config %s, seq %d", k.round, k.configID, k.seq)
+}
+
+// sr shortens the column accessors below.
+type sr = StepRow
+
+// stepSchema is the one declaration of steps.csv.
+var stepSchema = schema[StepRow]{
+	strCol("sweep_id", func(r *sr) *string { return &r.SweepID }),
+	intCol("round", func(r *sr) *int { return &r.Round }),
+	strCol("config_id", func(r *sr) *string { return &r.ConfigID }),
+	strCol("flavor", func(r *sr) *string { return &r.Flavor }),
+	strCol("tier", func(r *sr) *string { return &r.Tier }),
+	strCol("shape", func(r *sr) *string { return &r.Shape }),
+	intCol("shape_bytes", func(r *sr) *int { return &r.ShapeBytes }),
+	intCol("shape_fields", func(r *sr) *int { return &r.ShapeFields }),
+	intCol("seq", func(r *sr) *int { return &r.Seq }),
+	strCol("kind", func(r *sr) *string { return &r.Kind }),
+	intCol("target_rps", func(r *sr) *int { return &r.TargetRPS }),
+	intCol("connections", func(r *sr) *int { return &r.Connections }),
+	floatCol("warmup_s", func(r *sr) *float64 { return &r.WarmupS }),
+	floatCol("measure_s", func(r *sr) *float64 { return &r.MeasureS }),
+	timeCol("started_at", func(r *sr) *time.Time { return &r.StartedAt }),
+	int64Col("scheduled", func(r *sr) *int64 { return &r.Scheduled }),
+	int64Col("completed", func(r *sr) *int64 { return &r.Completed }),
+	floatCol("completion", func(r *sr) *float64 { return &r.Completion }),
+	int64Col("non2xx", func(r *sr) *int64 { return &r.Non2xx }),
+	int64Col("socket_errors", func(r *sr) *int64 { return &r.SocketErrors }),
+	int64Col("sockets_opened", func(r *sr) *int64 { return &r.SocketsOpened }),
+	floatCol("error_ratio", func(r *sr) *float64 { return &r.ErrorRatio }),
+	floatCol("achieved_rps", func(r *sr) *float64 { return &r.AchievedRPS }),
+	floatCol("p50_ms", func(r *sr) *float64 { return &r.P50Ms }),
+	floatCol("p90_ms", func(r *sr) *float64 { return &r.P90Ms }),
+	floatCol("p99_ms", func(r *sr) *float64 { return &r.P99Ms }),
+	floatCol("p999_ms", func(r *sr) *float64 { return &r.P999Ms }),
+	floatCol("max_ms", func(r *sr) *float64 { return &r.MaxMs }),
+	floatCol("proxy_cpu_s", func(r *sr) *float64 { return &r.ProxyCPUS }),
+	floatCol("proxy_idle_cpu_s_per_s", func(r *sr) *float64 { return &r.ProxyIdleCPUSPerS }),
+	floatCol("cores_per_1k", func(r *sr) *float64 { return &r.CoresPer1k }),
+	floatCol("proxy_rss_peak_mb", func(r *sr) *float64 { return &r.ProxyRSSPeakMB }),
+	floatCol("proxy_rss_lifetime_peak_mb", func(r *sr) *float64 { return &r.ProxyRSSLifetimePeakMB }),
+	floatCol("loadgen_cpu_s", func(r *sr) *float64 { return &r.LoadgenCPUS }),
+	floatCol("loadgen_cpu_fraction", func(r *sr) *float64 { return &r.LoadgenCPUFraction }),
+	boolCol("proxy_restarted", func(r *sr) *bool { return &r.ProxyRestarted }),
+	strCol("verdict", func(r *sr) *string { return &r.Verdict }),
+	listCol("reasons", func(r *sr) *[]string { return &r.Reasons }),
+	strCol("raw_file", func(r *sr) *string { return &r.RawFile }),
+}
+
+// StepsHeader is the header of steps.csv, in column order.
+func StepsHeader() []string { return stepSchema.header() }
+
+// WriteStepsHeader writes the header line of steps.csv.
+func WriteStepsHeader(w io.Writer) error {
+	line, err := csvLine(StepsHeader())
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(line); err != nil {
+		return fmt.Errorf("write steps header: %w", err)
+	}
+	return nil
+}
+
+// csvLine encodes one record, newline included.
+func csvLine(rec []string) ([]byte, error) {
+	var buf bytes.Buffer
+	cw := csv.NewWriter(&buf)
+	if err := cw.Write(rec); err != nil {
+		return nil, fmt.Errorf("encode csv: %w", err)
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return nil, fmt.Errorf("encode csv: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// ReadSteps reads steps.csv. It checks the header, names the line of any
+// bad row, and rejects a second row for the same (round, config, seq). A
+// last line without its newline is a write torn by a crash and is ignored
+// (the journal truncates it before appending). An empty file has no rows.
+func ReadSteps(path string) ([]StepRow, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read steps: %w", err)
+	}
+	var rows []StepRow
+	seen := map[stepKey]int{}
+	err = readCSV(withoutTornLine(data), stepSchema, func(row StepRow, line int) error {
+		if first, dup := seen[row.key()]; dup {
+			return fmt.Errorf("line %d: duplicate step (%s), first on line %d", line, row.key(), first)
+		}
+		seen[row.key()] = line
+		rows = append(rows, row)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return rows, nil
+}
+
+// withoutTornLine cuts data after its last newline.
+func withoutTornLine(data []byte) []byte {
+	return data[:bytes.LastIndexByte(data, '\n')+1]
+}
+
+// readCSV checks the header and decodes each record, passing its line.
+func readCSV[T any](data []byte, s schema[T], each func(row T, line int) error) error {
+	if len(data) == 0 {
+		return nil
+	}
+	r := csv.NewReader(bytes.NewReader(data))
+	r.FieldsPerRecord = -1 // counted by decode, with a clearer message
+	header, err := r.Read()
+	if err != nil {
+		return fmt.Errorf("line 1: %w", err)
+	}
+	if err := s.checkHeader(header); err != nil {
+		return fmt.Errorf("line 1: %w", err)
+	}
+	for {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err // csv.ParseError names the line
+		}
+		line, _ := r.FieldPos(0)
+		row, err := s.decode(rec)
+		if err != nil {
+			return fmt.Errorf("line %d: %w", line, err)
+		}
+		if err := each(row, line); err != nil {
+			return err
+		}
+	}
+}

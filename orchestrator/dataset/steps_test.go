@@ -1,0 +1,212 @@
+package dataset
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestStepsHeaderIsTheDeclaredSchema(t *testing.T) {
+	want := []string{
+		"sweep_id", "round", "config_id", "flavor", "tier", "shape", "shape_bytes", "shape_fields",
+		"seq", "kind", "target_rps", "connections", "warmup_s", "measure_s", "started_at",
+		"scheduled", "completed", "completion", "non2xx", "socket_errors", "sockets_opened",
+		"error_ratio", "achieved_rps", "p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms",
+		"proxy_cpu_s", "proxy_idle_cpu_s_per_s", "cores_per_1k", "proxy_rss_peak_mb",
+		"proxy_rss_lifetime_peak_mb", "loadgen_cpu_s", "loadgen_cpu_fraction", "proxy_restarted",
+		"verdict", "reasons", "raw_file",
+	}
+	if got := StepsHeader(); !reflect.DeepEqual(got, want) {
+		t.Errorf("StepsHeader() = %v\nwant %v", got, want)
+	}
+	var buf bytes.Buffer
+	if err := WriteStepsHeader(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.String(); got != strings.Join(want, ",")+"\n" {
+		t.Errorf("WriteStepsHeader wrote %q", got)
+	}
+}
+
+// fullRow has every field set to a distinct value.
+func fullRow(round int, configID string, seq int) StepRow {
+	return StepRow{
+		SweepID: "sw-1", Round: round, ConfigID: configID, Flavor: "waf", Tier: "full-crs", Shape: "json_1k",
+		ShapeBytes: 1022, ShapeFields: 21, Seq: seq, Kind: "bisect", TargetRPS: 2500 + seq, Connections: 64,
+		WarmupS: 5, MeasureS: 20, StartedAt: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
+		Scheduled: 49984, Completed: 49900, Completion: 0.9983194622279129, Non2xx: 3, SocketErrors: 1,
+		SocketsOpened: 67, ErrorRatio: 0.00008016032064128257, AchievedRPS: 2495.1,
+		P50Ms: 0.412, P90Ms: 0.9, P99Ms: 2.25, P999Ms: 7.5, MaxMs: 31.25,
+		ProxyCPUS: 12.5, ProxyIdleCPUSPerS: 0.002, CoresPer1k: 0.25, ProxyRSSPeakMB: 180.5,
+		ProxyRSSLifetimePeakMB: 240.25, LoadgenCPUS: 8, LoadgenCPUFraction: 0.4, ProxyRestarted: true,
+		Verdict: VerdictInvalid, Reasons: []string{"loadgen cpu 0.75 > 0.70", "proxy restarted"},
+		RawFile: "raw/r0/waf/full-crs/json_1k/002.json.gz",
+	}
+}
+
+func writeRows(t *testing.T, path string, rows ...StepRow) {
+	t.Helper()
+	w, err := OpenStepWriter(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if err := w.Write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStepsRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "steps.csv")
+	rows := []StepRow{fullRow(0, "waf/full-crs/json_1k", 0), fullRow(1, "waf/full-crs/json_1k", 0)}
+	rows[1].Reasons, rows[1].Verdict, rows[1].ProxyRestarted = nil, VerdictPass, false
+	rows[1].Kind, rows[1].TargetRPS = "descend", 120 // a step below the ladder
+	writeRows(t, path, rows[0])
+	writeRows(t, path, rows[1]) // reopening appends without a second header
+	got, err := ReadSteps(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, rows) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", got, rows)
+	}
+}
+
+func TestStepsNotMeasuredRoundTrips(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "steps.csv")
+	row := fullRow(0, "envoy/none/get", 0)
+	row.ProxyRSSPeakMB, row.P999Ms = math.NaN(), math.NaN()
+	row.Reasons = []string{"a;b", "line\nbreak"}
+	writeRows(t, path, row)
+	data, _ := os.ReadFile(path)
+	if !strings.Contains(string(data), ",0.25,,240.25,") {
+		t.Errorf("NaN is not an empty cell: %s", data)
+	}
+	got, err := ReadSteps(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !math.IsNaN(got[0].ProxyRSSPeakMB) || !math.IsNaN(got[0].P999Ms) {
+		t.Errorf("NaN read back as %g, %g", got[0].ProxyRSSPeakMB, got[0].P999Ms)
+	}
+	if want := []string{"a,b", "line break"}; !reflect.DeepEqual(got[0].Reasons, want) {
+		t.Errorf("reasons = %q, want %q", got[0].Reasons, want)
+	}
+}
+
+func TestStepWriterMakesEachRowVisibleAtOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "steps.csv")
+	w, err := OpenStepWriter(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for i := range 3 {
+		if err := w.Write(fullRow(0, "waf/full-crs/json_1k", i)); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := ReadSteps(path) // another handle, writer still open
+		if err != nil || len(rows) != i+1 {
+			t.Fatalf("after %d writes: %d rows, %v", i+1, len(rows), err)
+		}
+	}
+}
+
+func TestStepWriterRepairsTornTail(t *testing.T) {
+	header := strings.Join(StepsHeader(), ",") + "\n"
+	tests := []struct {
+		name     string
+		existing func(whole string) string
+		wantRows int
+	}{
+		{"torn row", func(whole string) string { return whole + "sw-1,0,waf/full-c" }, 2},
+		{"torn header", func(string) string { return header[:17] }, 1},
+		{"empty file", func(string) string { return "" }, 1},
+		{"clean file", func(whole string) string { return whole }, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			clean := filepath.Join(dir, "clean.csv")
+			writeRows(t, clean, fullRow(0, "c", 0))
+			whole, _ := os.ReadFile(clean)
+
+			path := filepath.Join(dir, "steps.csv")
+			if err := os.WriteFile(path, []byte(tt.existing(string(whole))), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			writeRows(t, path, fullRow(0, "c", 1))
+			rows, err := ReadSteps(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) != tt.wantRows || rows[len(rows)-1].Seq != 1 {
+				t.Errorf("%d rows, last %+v", len(rows), rows[len(rows)-1])
+			}
+			data, _ := os.ReadFile(path)
+			if strings.Count(string(data), "sweep_id,") != 1 || strings.Contains(string(data), "waf/full-c\n") {
+				t.Errorf("file after repair:\n%s", data)
+			}
+		})
+	}
+}
+
+func TestReadStepsIgnoresTornTail(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "steps.csv")
+	writeRows(t, path, fullRow(0, "c", 0))
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("sw-1,0,c,waf")
+	f.Close()
+	rows, err := ReadSteps(path)
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("%d rows, %v", len(rows), err)
+	}
+}
+
+func TestReadStepsErrors(t *testing.T) {
+	header := strings.Join(StepsHeader(), ",")
+	var good bytes.Buffer
+	good.WriteString(header + "\n")
+	line, _ := csvLine(stepSchema.encode(ptr(fullRow(0, "c", 0))))
+	good.Write(line)
+	tests := []struct {
+		name string
+		data string
+		want string
+	}{
+		{"renamed column", strings.Replace(header, "target_rps", "rps", 1) + "\n", `line 1: header column 11 is "rps", want "target_rps"`},
+		{"missing column", strings.TrimSuffix(header, ",raw_file") + "\n", `line 1: header ends before column 39 "raw_file"`},
+		{"bad number", good.String() + strings.Replace(string(line), ",2500,", ",fast,", 1), "line 3: column target_rps"},
+		{"short row", good.String() + "sw-1,0,c\n", "line 3: 3 fields, want 39"},
+		{"duplicate", good.String() + string(line), "line 3: duplicate step (round 0, config c, seq 0), first on line 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "steps.csv")
+			os.WriteFile(path, []byte(tt.data), 0o644)
+			_, err := ReadSteps(path)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestStepWriterRefusesForeignHeader(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "steps.csv")
+	os.WriteFile(path, []byte("a,b,c\n1,2,3\n"), 0o644)
+	if _, err := OpenStepWriter(path); err == nil || !strings.Contains(err.Error(), "header column 1") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,81 @@
+package dataset
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+)
+
+// StepWriter appends rows to steps.csv so that a crash at any moment leaves
+// a readable file: each row is written with a single write call, then
+// fsynced, and on open a torn last line (no trailing newline) is cut off.
+type StepWriter struct {
+	f    *os.File
+	path string
+}
+
+// OpenStepWriter opens path for appending, creating it with the header when
+// it is new or empty. An existing file must carry the current header.
+func OpenStepWriter(path string) (*StepWriter, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open steps: %w", err)
+	}
+	w := &StepWriter{f: f, path: path}
+	if err := w.prepare(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open steps %s: %w", path, err)
+	}
+	return w, nil
+}
+
+// prepare repairs a torn tail, then checks or writes the header.
+func (w *StepWriter) prepare() error {
+	data, err := io.ReadAll(io.NewSectionReader(w.f, 0, 1<<62))
+	if err != nil {
+		return err
+	}
+	whole := withoutTornLine(data)
+	if len(whole) < len(data) {
+		// With O_APPEND the next write goes to the new end of file.
+		if err := w.f.Truncate(int64(len(whole))); err != nil {
+			return fmt.Errorf("truncate torn line: %w", err)
+		}
+	}
+	if len(whole) == 0 {
+		var buf bytes.Buffer
+		if err := WriteStepsHeader(&buf); err != nil {
+			return err
+		}
+		return w.writeSynced(buf.Bytes())
+	}
+	return readCSV(whole[:bytes.IndexByte(whole, '\n')+1], stepSchema, nil)
+}
+
+// Write appends one row and makes it durable before returning.
+func (w *StepWriter) Write(row StepRow) error {
+	line, err := csvLine(stepSchema.encode(&row))
+	if err != nil {
+		return err
+	}
+	if err := w.writeSynced(line); err != nil {
+		return fmt.Errorf("append step (%s) to %s: %w", row.key(), w.path, err)
+	}
+	return nil
+}
+
+func (w *StepWriter) writeSynced(b []byte) error {
+	if _, err := w.f.Write(b); err != nil {
+		return err
+	}
+	return w.f.Sync()
+}
+
+// Close closes the file.
+func (w *StepWriter) Close() error {
+	if err := w.f.Close(); err != nil {
+		return fmt.Errorf("close steps %s: %w", w.path, err)
+	}
+	return nil
+}

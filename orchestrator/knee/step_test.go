@@ -1,0 +1,88 @@
+package knee
+
+import (
+	"testing"
+	"time"
+)
+
+func TestScheduled(t *testing.T) {
+	tests := []struct {
+		rate  int
+		dur   time.Duration
+		conns int
+		want  int64
+	}{
+		{1000, 20 * time.Second, 64, 19968}, // 20000/64 = 312.5 -> 312*64
+		{4000, 20 * time.Second, 64, 80000}, // divides evenly
+		{1000, 1500 * time.Millisecond, 64, 1472},
+		{50, 10 * time.Second, 64, 448}, // 500/64 = 7.8 -> 7*64
+		{1000, 20 * time.Second, 0, 0},  // no connections
+		{0, 20 * time.Second, 64, 0},
+	}
+	for _, tt := range tests {
+		if got := Scheduled(tt.rate, tt.dur, tt.conns); got != tt.want {
+			t.Errorf("Scheduled(%d, %s, %d) = %d, want %d", tt.rate, tt.dur, tt.conns, got, tt.want)
+		}
+	}
+}
+
+func TestStepVerdict(t *testing.T) {
+	tests := []struct {
+		name       string
+		step       Step
+		completion float64
+		errRatio   float64
+		passed     bool
+	}{
+		{"clean", Step{Scheduled: 1000, Completed: 1000}, 1, 0, true},
+		{"completion at threshold", Step{Scheduled: 1000, Completed: 990}, 0.99, 0, true},
+		{"completion below threshold", Step{Scheduled: 10000, Completed: 9899}, 0.9899, 0, false},
+		{"errors at threshold", Step{Scheduled: 1000, Completed: 1000, Errors: 1}, 1, 0.001, true},
+		{"errors above threshold", Step{Scheduled: 1000, Completed: 1000, Errors: 2}, 1, 0.002, false},
+		{"nothing completed", Step{Scheduled: 1000}, 0, 1, false},
+		{"nothing scheduled", Step{Completed: 10}, 0, 0, false},
+		{"invalid despite good numbers", Step{Scheduled: 1000, Completed: 1000, Invalid: true}, 1, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.step.Completion(); got != tt.completion {
+				t.Errorf("Completion() = %g, want %g", got, tt.completion)
+			}
+			if got := tt.step.ErrorRatio(); got != tt.errRatio {
+				t.Errorf("ErrorRatio() = %g, want %g", got, tt.errRatio)
+			}
+			if got := tt.step.Passed(); got != tt.passed {
+				t.Errorf("Passed() = %v, want %v", got, tt.passed)
+			}
+		})
+	}
+}
+
+func TestLatencyKnee(t *testing.T) {
+	nan := func() float64 { var z float64; return z / z }()
+	tests := []struct {
+		name   string
+		points []LatencyPoint
+		slo    float64
+		want   int
+		ok     bool
+	}{
+		{"all within", []LatencyPoint{{1000, 1, true}, {2000, 2, true}, {3000, 4, true}}, 5, 3000, true},
+		{"unsorted input", []LatencyPoint{{3000, 9, true}, {1000, 1, true}, {2000, 2, true}}, 5, 2000, true},
+		{"slo inclusive", []LatencyPoint{{1000, 5, true}}, 5, 1000, true},
+		{"lower breach is not forgiven", []LatencyPoint{{1000, 1, true}, {2000, 8, true}, {3000, 3, true}}, 5, 1000, true},
+		{"throughput failure stops", []LatencyPoint{{1000, 1, true}, {2000, 1, false}, {3000, 1, true}}, 5, 1000, true},
+		{"bad repeat spoils its target", []LatencyPoint{{1000, 1, true}, {2000, 1, true}, {2000, 9, true}}, 5, 1000, true},
+		{"lowest misses", []LatencyPoint{{1000, 6, true}, {2000, 1, true}}, 5, 0, false},
+		{"latency not measured", []LatencyPoint{{1000, 1, true}, {2000, nan, true}}, 5, 1000, true},
+		{"no points", nil, 5, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := LatencyKnee(tt.points, tt.slo)
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("LatencyKnee = %d, %v; want %d, %v", got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}

@@ -1,0 +1,186 @@
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/wafsweep/wafsweep/orchestrator/knee"
+)
+
+// Plan is what a sweep measures and how.
+type Plan struct {
+	Flavors []string
+	Tiers   []string // applied to WAF flavors only
+	Shapes  []string
+	Ladder  []int // target rates in requests per second, ascending
+	// FloorRPS is the lowest rate the knee search descends to when the
+	// bottom of the ladder fails (knee.Options.Floor): it halves the rate
+	// down to FloorRPS until one passes, so a slow configuration gets a knee
+	// instead of "< bottom". 0 turns the descent off (the notes' definition);
+	// otherwise it must be below Ladder[0].
+	FloorRPS int
+
+	Connections int // one keep-alive connection each
+	Warmup      time.Duration
+	Measure     time.Duration
+	Cooldown    time.Duration
+	Rounds      int  // repeats of the whole sweep, in alternating flavor order
+	Confirm     bool // re-run the knee before accepting it
+
+	// MaxLoadgenCPU is the fraction of its CPU budget the load generator may
+	// use before a step is declared invalid.
+	MaxLoadgenCPU float64
+	// P99SLO is the latency objective of the extra latency-based knee.
+	P99SLO time.Duration
+}
+
+// Default is the reference methodology of the notes.
+func Default() Plan {
+	return Plan{
+		Flavors:       []string{FlavorDirect, FlavorEnvoy, FlavorWAF},
+		Tiers:         []string{TierHeadersOnly, TierTargeted, TierFullCRS},
+		Shapes:        []string{ShapeGet, ShapeJSON1K, ShapeJSON10K, ShapeJSON50K},
+		Ladder:        []int{1000, 2000, 3000, 4000, 6000, 8000, 10000},
+		FloorRPS:      50,
+		Connections:   64,
+		Warmup:        5 * time.Second,
+		Measure:       20 * time.Second,
+		Cooldown:      2 * time.Second,
+		Rounds:        1,
+		Confirm:       true,
+		MaxLoadgenCPU: 0.70,
+		P99SLO:        10 * time.Millisecond,
+	}
+}
+
+// planJSON is the file form of a Plan: durations are Go duration strings
+// ("5s", "1m30s") so plan files stay readable.
+type planJSON struct {
+	Flavors       []string `json:"flavors"`
+	Tiers         []string `json:"tiers"`
+	Shapes        []string `json:"shapes"`
+	Ladder        []int    `json:"ladder"`
+	FloorRPS      int      `json:"floor_rps"`
+	Connections   int      `json:"connections"`
+	Warmup        string   `json:"warmup"`
+	Measure       string   `json:"measure"`
+	Cooldown      string   `json:"cooldown"`
+	Rounds        int      `json:"rounds"`
+	Confirm       bool     `json:"confirm"`
+	MaxLoadgenCPU float64  `json:"max_loadgen_cpu"`
+	P99SLO        string   `json:"p99_slo"`
+}
+
+// MarshalJSON writes the plan file form.
+func (p Plan) MarshalJSON() ([]byte, error) {
+	return json.Marshal(planJSON{
+		Flavors: p.Flavors, Tiers: p.Tiers, Shapes: p.Shapes, Ladder: p.Ladder,
+		FloorRPS: p.FloorRPS, Connections: p.Connections,
+		Warmup: p.Warmup.String(), Measure: p.Measure.String(), Cooldown: p.Cooldown.String(),
+		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU,
+		P99SLO: p.P99SLO.String(),
+	})
+}
+
+// UnmarshalJSON overlays the fields present in data on p, so that decoding
+// into Default() keeps the defaults of omitted fields. Unknown fields are an
+// error: a typo in a plan file must not silently fall back to a default.
+func (p *Plan) UnmarshalJSON(data []byte) error {
+	// Clones: decoding into a non-nil slice reuses its backing array.
+	f := planJSON{
+		Flavors: slices.Clone(p.Flavors), Tiers: slices.Clone(p.Tiers),
+		Shapes: slices.Clone(p.Shapes), Ladder: slices.Clone(p.Ladder),
+		FloorRPS: p.FloorRPS, Connections: p.Connections,
+		Warmup: p.Warmup.String(), Measure: p.Measure.String(), Cooldown: p.Cooldown.String(),
+		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU,
+		P99SLO: p.P99SLO.String(),
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return err
+	}
+	durations := []struct {
+		name string
+		text string
+		dst  *time.Duration
+	}{
+		{"warmup", f.Warmup, &p.Warmup},
+		{"measure", f.Measure, &p.Measure},
+		{"cooldown", f.Cooldown, &p.Cooldown},
+		{"p99_slo", f.P99SLO, &p.P99SLO},
+	}
+	for _, d := range durations {
+		v, err := time.ParseDuration(d.text)
+		if err != nil {
+			return fmt.Errorf("%s: %w (write a Go duration such as \"5s\")", d.name, err)
+		}
+		*d.dst = v
+	}
+	p.Flavors, p.Tiers, p.Shapes, p.Ladder, p.FloorRPS = f.Flavors, f.Tiers, f.Shapes, f.Ladder, f.FloorRPS
+	p.Connections, p.Rounds, p.Confirm = f.Connections, f.Rounds, f.Confirm
+	p.MaxLoadgenCPU = f.MaxLoadgenCPU
+	return nil
+}
+
+// KneeOptions are the knee search options of the plan: the reference method
+// with the plan's confirmation and descent floor.
+func (p Plan) KneeOptions() knee.Options {
+	o := knee.DefaultOptions()
+	o.Confirm, o.Floor = p.Confirm, p.FloorRPS
+	return o
+}
+
+// LoadFile reads a JSON plan file over the defaults and validates it.
+func LoadFile(path string) (Plan, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Plan{}, fmt.Errorf("read plan: %w", err)
+	}
+	p := Default()
+	if err := json.Unmarshal(data, &p); err != nil {
+		return Plan{}, fmt.Errorf("parse plan %s: %w", path, err)
+	}
+	if err := p.Validate(); err != nil {
+		return Plan{}, fmt.Errorf("plan %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// Configs is the cross product flavor x tier x shape in plan order (flavor,
+// then tier, then shape). Flavors without a WAF appear once per shape with
+// TierNone.
+func (p Plan) Configs() []Config {
+	return configs(p.Flavors, p.Tiers, p.Shapes)
+}
+
+// ConfigsForRound is Configs with the flavor order reversed on odd rounds, so
+// that repeated rounds alternate and slow drift (thermal, noisy neighbours)
+// does not always hit the same flavor last.
+func (p Plan) ConfigsForRound(round int) []Config {
+	flavors := slices.Clone(p.Flavors)
+	if round%2 == 1 {
+		slices.Reverse(flavors)
+	}
+	return configs(flavors, p.Tiers, p.Shapes)
+}
+
+func configs(flavors, tiers, shapes []string) []Config {
+	var out []Config
+	for _, f := range flavors {
+		flavorTiers := tiers
+		if !HasWAF(f) {
+			flavorTiers = []string{TierNone}
+		}
+		for _, t := range flavorTiers {
+			for _, s := range shapes {
+				out = append(out, Config{Flavor: f, Tier: t, Shape: s})
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,265 @@
+package plan
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfigID(t *testing.T) {
+	tests := []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{FlavorWAF, TierFullCRS, ShapeJSON1K}, "waf/full-crs/json_1k"},
+		{Config{FlavorEnvoy, TierNone, ShapeGet}, "envoy/none/get"},
+	}
+	for _, tt := range tests {
+		if got := tt.cfg.ID(); got != tt.want {
+			t.Errorf("ID() = %q, want %q", got, tt.want)
+		}
+		back, err := ParseConfigID(tt.want)
+		if err != nil || back != tt.cfg {
+			t.Errorf("ParseConfigID(%q) = %+v, %v", tt.want, back, err)
+		}
+	}
+	for _, bad := range []string{"", "waf/full-crs", "waf//get", "a/b/c/d"} {
+		if _, err := ParseConfigID(bad); err == nil {
+			t.Errorf("ParseConfigID(%q) accepted", bad)
+		}
+	}
+}
+
+func TestDefault(t *testing.T) {
+	p := Default()
+	if err := p.Validate(); err != nil {
+		t.Fatalf("Default() is invalid: %v", err)
+	}
+	if !reflect.DeepEqual(p.Ladder, []int{1000, 2000, 3000, 4000, 6000, 8000, 10000}) {
+		t.Errorf("Ladder = %v", p.Ladder)
+	}
+	if p.Connections != 64 || p.Rounds != 1 || !p.Confirm || p.MaxLoadgenCPU != 0.70 || p.FloorRPS != 50 {
+		t.Errorf("Default() = %+v", p)
+	}
+	if p.Warmup != 5*time.Second || p.Measure != 20*time.Second || p.Cooldown != 2*time.Second {
+		t.Errorf("durations = %s %s %s", p.Warmup, p.Measure, p.Cooldown)
+	}
+	// direct and envoy once per shape, waf once per tier and shape.
+	if n := len(p.Configs()); n != 4+4+3*4 {
+		t.Errorf("len(Configs()) = %d, want 20", n)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*Plan)
+		want   []string
+	}{
+		{"unknown flavor", func(p *Plan) { p.Flavors = []string{"wafx"} },
+			[]string{`unknown flavor "wafx": use one of direct, envoy, waf, waf-accelerated, nginx-modsecurity`}},
+		{"duplicate flavor", func(p *Plan) { p.Flavors = []string{"waf", "waf"} },
+			[]string{`flavor "waf" listed twice`}},
+		{"no flavors", func(p *Plan) { p.Flavors = nil }, []string{"no flavors: list at least one of"}},
+		{"unknown tier", func(p *Plan) { p.Tiers = []string{"full"} }, []string{`unknown tier "full": use one of headers-only`}},
+		{"tier none", func(p *Plan) { p.Tiers = []string{"none", "targeted"} }, []string{`tier "none" is implied`}},
+		{"waf without tiers", func(p *Plan) { p.Tiers = nil }, []string{"no tiers"}},
+		{"unknown shape", func(p *Plan) { p.Shapes = []string{"xml"} }, []string{`unknown shape "xml"`}},
+		{"empty ladder", func(p *Plan) { p.Ladder = nil }, []string{"empty ladder"}},
+		{"descending ladder", func(p *Plan) { p.Ladder = []int{1000, 3000, 2000} },
+			[]string{"ladder[2] = 2000 is not above ladder[1] = 3000"}},
+		{"repeated rate", func(p *Plan) { p.Ladder = []int{1000, 1000} }, []string{"ladder[1] = 1000 is not above"}},
+		{"zero rate", func(p *Plan) { p.Ladder = []int{0, 1000} }, []string{"ladder[0] = 0: rates must be positive"}},
+		{"no connections", func(p *Plan) { p.Connections = 0 }, []string{"connections = 0"}},
+		{"too many connections", func(p *Plan) { p.Connections = 2000 }, []string{"connections = 2000 exceeds the lowest rate 1000"}},
+		{"short measure", func(p *Plan) { p.Measure = 500 * time.Millisecond }, []string{"measure = 500ms: use at least 1s"}},
+		{"negative warmup", func(p *Plan) { p.Warmup = -time.Second }, []string{"warmup = -1s"}},
+		{"negative cooldown", func(p *Plan) { p.Cooldown = -time.Second }, []string{"cooldown = -1s"}},
+		{"no rounds", func(p *Plan) { p.Rounds = 0 }, []string{"rounds = 0"}},
+		{"cpu budget", func(p *Plan) { p.MaxLoadgenCPU = 70 }, []string{"max_loadgen_cpu = 70"}},
+		{"slo", func(p *Plan) { p.P99SLO = 0 }, []string{"p99_slo = 0s"}},
+		{"negative floor", func(p *Plan) { p.FloorRPS = -1 },
+			[]string{"floor_rps = -1: set floor_rps between 1 and 999 (below the ladder's first rate 1000), or to 0 to turn the descent below the ladder off"}},
+		{"floor at the first rate", func(p *Plan) { p.FloorRPS = 1000 }, []string{"floor_rps = 1000: set floor_rps between 1 and 999"}},
+		{"floor above the first rate", func(p *Plan) { p.Ladder, p.FloorRPS = []int{100, 200}, 150 },
+			[]string{"floor_rps = 150: set floor_rps between 1 and 99"}},
+		{"no floor fits a ladder from 1", func(p *Plan) { p.Ladder, p.Connections, p.FloorRPS = []int{1, 2}, 1, 1 },
+			[]string{"floor_rps = 1: set floor_rps to 0 to turn the descent below the ladder off"}},
+		{"too few calls per connection at the floor", func(p *Plan) { p.FloorRPS, p.Measure = 10, 5*time.Second },
+			[]string{"floor_rps = 10 with measure = 5s schedules 50 calls, fewer than 2 per connection over connections = 64 (Fortio needs at least 128): " +
+				"raise floor_rps to at least 26, or lengthen measure to at least 13s, or lower connections to at most 25"}},
+		{"only a longer measure or fewer connections help", func(p *Plan) { p.Ladder, p.FloorRPS, p.Measure = []int{100, 200}, 50, time.Second },
+			[]string{"floor_rps = 50 with measure = 1s schedules 50 calls, fewer than 2 per connection over connections = 64 (Fortio needs at least 128): " +
+				"lengthen measure to at least 3s, or lower connections to at most 25"}},
+		{"every problem at once", func(p *Plan) {
+			p.Flavors = []string{"wafx"}
+			p.Ladder = []int{2000, 1000}
+			p.Measure = 0
+		}, []string{`unknown flavor "wafx"`, "ladder[1] = 1000", "measure = 0s"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Default()
+			tt.mutate(&p)
+			err := p.Validate()
+			if err == nil {
+				t.Fatal("Validate() = nil")
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not contain %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+func TestValidateFloor(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		mutate func(*Plan)
+	}{
+		{"descent off", func(p *Plan) { p.FloorRPS = 0 }},
+		{"floor just below the ladder", func(p *Plan) { p.FloorRPS = 999 }},
+		{"exactly 2 calls per connection", func(p *Plan) { p.FloorRPS, p.Measure = 64, 2*time.Second }},
+		{"descent off ignores the calls rule", func(p *Plan) { p.FloorRPS, p.Measure = 0, time.Second }},
+	} {
+		p := Default()
+		tt.mutate(&p)
+		if err := p.Validate(); err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+		}
+	}
+}
+
+func TestKneeOptions(t *testing.T) {
+	p := Default()
+	p.Confirm, p.FloorRPS = false, 120
+	o := p.KneeOptions()
+	if o.Confirm || o.Floor != 120 || o.MinGap != 250 || o.GapFraction != 0.05 || o.MaxInvalidRetries != 1 {
+		t.Errorf("KneeOptions() = %+v", o)
+	}
+}
+
+func TestValidateDirectOnlyNeedsNoTiers(t *testing.T) {
+	p := Default()
+	p.Flavors, p.Tiers = []string{FlavorDirect, FlavorEnvoy}, nil
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConfigs(t *testing.T) {
+	p := Default()
+	p.Flavors = []string{FlavorDirect, FlavorWAF}
+	p.Tiers = []string{TierHeadersOnly, TierFullCRS}
+	p.Shapes = []string{ShapeGet, ShapeJSON1K}
+	want := []Config{
+		{"direct", "none", "get"}, {"direct", "none", "json_1k"},
+		{"waf", "headers-only", "get"}, {"waf", "headers-only", "json_1k"},
+		{"waf", "full-crs", "get"}, {"waf", "full-crs", "json_1k"},
+	}
+	if got := p.Configs(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Configs() = %v\nwant %v", got, want)
+	}
+}
+
+func TestConfigsForRound(t *testing.T) {
+	p := Default()
+	p.Flavors = []string{FlavorDirect, FlavorEnvoy, FlavorWAF}
+	p.Tiers = []string{TierFullCRS}
+	p.Shapes = []string{ShapeGet}
+	even := []Config{{"direct", "none", "get"}, {"envoy", "none", "get"}, {"waf", "full-crs", "get"}}
+	odd := []Config{{"waf", "full-crs", "get"}, {"envoy", "none", "get"}, {"direct", "none", "get"}}
+	for round, want := range [][]Config{even, odd, even, odd} {
+		if got := p.ConfigsForRound(round); !reflect.DeepEqual(got, want) {
+			t.Errorf("round %d: %v, want %v", round, got, want)
+		}
+	}
+	if p.Flavors[0] != FlavorDirect {
+		t.Errorf("ConfigsForRound reordered the plan's flavors: %v", p.Flavors)
+	}
+}
+
+func writeFile(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestLoadFile(t *testing.T) {
+	path := writeFile(t, `{"flavors": ["envoy", "waf"], "ladder": [500, 1000], "connections": 32,
+		"measure": "30s", "confirm": false, "rounds": 3}`)
+	p, err := LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Default()
+	want.Flavors, want.Ladder, want.Connections = []string{"envoy", "waf"}, []int{500, 1000}, 32
+	want.Measure, want.Confirm, want.Rounds = 30*time.Second, false, 3
+	if !reflect.DeepEqual(p, want) {
+		t.Errorf("LoadFile = %+v\nwant %+v", p, want)
+	}
+}
+
+func TestLoadFileFloor(t *testing.T) {
+	for text, want := range map[string]int{
+		`{}`:                 50, // the default
+		`{"floor_rps": 0}`:   0,  // explicitly off, not the default
+		`{"floor_rps": 200}`: 200,
+	} {
+		p, err := LoadFile(writeFile(t, text))
+		if err != nil || p.FloorRPS != want {
+			t.Errorf("%s: floor %d, err %v; want %d", text, p.FloorRPS, err, want)
+		}
+	}
+}
+
+func TestLoadFileErrors(t *testing.T) {
+	tests := []struct {
+		name, text, want string
+	}{
+		{"unknown field", `{"ladders": [1000]}`, `unknown field "ladders"`},
+		{"bad duration", `{"warmup": "5"}`, `warmup: time: missing unit`},
+		{"invalid plan", `{"flavors": ["wafx"]}`, `unknown flavor "wafx"`},
+		{"not json", `flavors: [waf]`, "parse plan"},
+		{"default floor above a low ladder", `{"ladder": [40, 80], "connections": 8}`, "floor_rps = 50: set floor_rps between 1 and 39"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := LoadFile(writeFile(t, tt.text))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := LoadFile(filepath.Join(t.TempDir(), "missing.json")); err == nil {
+		t.Error("missing file accepted")
+	}
+}
+
+func TestPlanJSONRoundTrip(t *testing.T) {
+	p := Default()
+	p.Rounds, p.Confirm, p.P99SLO, p.FloorRPS = 3, false, 2500*time.Microsecond, 120
+	data, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"warmup":"5s"`) || !strings.Contains(string(data), `"floor_rps":120`) {
+		t.Errorf("durations are not readable strings: %s", data)
+	}
+	var back Plan
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, p) {
+		t.Errorf("round trip = %+v\nwant %+v", back, p)
+	}
+}

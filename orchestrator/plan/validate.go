@@ -1,0 +1,144 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Validate returns every problem of the plan at once (joined with
+// errors.Join), each message saying how to fix it, or nil.
+func (p Plan) Validate() error {
+	var errs []error
+	errs = append(errs, checkNames("flavor", p.Flavors, Flavors())...)
+	errs = append(errs, p.checkTiers()...)
+	errs = append(errs, checkNames("shape", p.Shapes, Shapes())...)
+	errs = append(errs, p.checkLadder()...)
+	errs = append(errs, p.checkFloor()...)
+	errs = append(errs, p.checkRun()...)
+	return errors.Join(errs...)
+}
+
+// checkNames reports an empty list, unknown names and duplicates.
+func checkNames(kind string, names, known []string) []error {
+	if len(names) == 0 {
+		return []error{fmt.Errorf("no %ss: list at least one of %s", kind, oneOf(known))}
+	}
+	var errs []error
+	seen := map[string]bool{}
+	for _, n := range names {
+		switch {
+		case !slices.Contains(known, n):
+			errs = append(errs, fmt.Errorf("unknown %s %q: use one of %s", kind, n, oneOf(known)))
+		case seen[n]:
+			errs = append(errs, fmt.Errorf("%s %q listed twice: remove the duplicate", kind, n))
+		}
+		seen[n] = true
+	}
+	return errs
+}
+
+func (p Plan) checkTiers() []error {
+	var errs []error
+	var requested []string
+	for _, t := range p.Tiers {
+		if t == TierNone {
+			errs = append(errs, fmt.Errorf("tier %q is implied for %s and %s: remove it from tiers", TierNone, FlavorDirect, FlavorEnvoy))
+			continue
+		}
+		requested = append(requested, t)
+	}
+	if len(requested) == 0 && !slices.ContainsFunc(p.Flavors, HasWAF) {
+		return errs // no WAF flavor: no tier needed
+	}
+	return append(errs, checkNames("tier", requested, Tiers())...)
+}
+
+func (p Plan) checkLadder() []error {
+	if len(p.Ladder) == 0 {
+		return []error{errors.New("empty ladder: list target rates, e.g. [1000, 2000, 4000]")}
+	}
+	var errs []error
+	for i, r := range p.Ladder {
+		if r <= 0 {
+			errs = append(errs, fmt.Errorf("ladder[%d] = %d: rates must be positive", i, r))
+		}
+		if i > 0 && r <= p.Ladder[i-1] {
+			errs = append(errs, fmt.Errorf("ladder[%d] = %d is not above ladder[%d] = %d: sort the ladder strictly ascending without repeats", i, r, i-1, p.Ladder[i-1]))
+		}
+	}
+	if p.Connections <= 0 {
+		errs = append(errs, fmt.Errorf("connections = %d: use a positive number (64 is the reference)", p.Connections))
+	} else if lowest := p.Ladder[0]; lowest > 0 && p.Connections > lowest {
+		// Each connection must send at least one request per second, or the
+		// scheduled count floor(R*T/c)*c rounds down far below R*T.
+		errs = append(errs, fmt.Errorf("connections = %d exceeds the lowest rate %d: lower connections or raise the ladder's first rate", p.Connections, lowest))
+	}
+	return errs
+}
+
+// checkFloor checks the descent below the ladder: the floor must be below
+// the ladder's first rate, and a step at the floor must still give every
+// connection at least 2 calls (Fortio schedules floor(R*T/c) calls per
+// connection, see knee.Scheduled).
+func (p Plan) checkFloor() []error {
+	if p.FloorRPS == 0 {
+		return nil
+	}
+	first := 0
+	if len(p.Ladder) > 0 {
+		first = p.Ladder[0]
+	}
+	if p.FloorRPS < 0 || (first > 0 && p.FloorRPS >= first) {
+		fix := "set floor_rps to 0 to turn the descent below the ladder off"
+		if first > 1 {
+			fix = fmt.Sprintf("set floor_rps between 1 and %d (below the ladder's first rate %d), or to 0 to turn the descent below the ladder off", first-1, first)
+		}
+		return []error{fmt.Errorf("floor_rps = %d: %s", p.FloorRPS, fix)}
+	}
+	if p.Connections <= 0 || p.Measure < time.Second {
+		return nil // reported by checkLadder and checkRun
+	}
+	const minCallsPerConn = 2
+	need := int64(minCallsPerConn * p.Connections)
+	calls := int64(float64(p.FloorRPS) * p.Measure.Seconds())
+	if calls >= need {
+		return nil
+	}
+	var fixes []string
+	if floor := int(math.Ceil(float64(need) / p.Measure.Seconds())); first == 0 || floor < first {
+		fixes = append(fixes, fmt.Sprintf("raise floor_rps to at least %d", floor))
+	}
+	fixes = append(fixes, fmt.Sprintf("lengthen measure to at least %s", time.Duration(math.Ceil(float64(need)/float64(p.FloorRPS)))*time.Second))
+	if c := calls / minCallsPerConn; c >= 1 {
+		fixes = append(fixes, fmt.Sprintf("lower connections to at most %d", c))
+	}
+	return []error{fmt.Errorf("floor_rps = %d with measure = %s schedules %d calls, fewer than %d per connection over connections = %d (Fortio needs at least %d): %s",
+		p.FloorRPS, p.Measure, calls, minCallsPerConn, p.Connections, need, strings.Join(fixes, ", or "))}
+}
+
+func (p Plan) checkRun() []error {
+	var errs []error
+	if p.Warmup < 0 {
+		errs = append(errs, fmt.Errorf("warmup = %s: use zero or a positive duration", p.Warmup))
+	}
+	if p.Measure < time.Second {
+		errs = append(errs, fmt.Errorf("measure = %s: use at least 1s", p.Measure))
+	}
+	if p.Cooldown < 0 {
+		errs = append(errs, fmt.Errorf("cooldown = %s: use zero or a positive duration", p.Cooldown))
+	}
+	if p.Rounds < 1 {
+		errs = append(errs, fmt.Errorf("rounds = %d: use 1 or more", p.Rounds))
+	}
+	if !(p.MaxLoadgenCPU > 0 && p.MaxLoadgenCPU <= 1) {
+		errs = append(errs, fmt.Errorf("max_loadgen_cpu = %g: use a fraction in (0, 1], e.g. 0.70", p.MaxLoadgenCPU))
+	}
+	if p.P99SLO <= 0 {
+		errs = append(errs, fmt.Errorf("p99_slo = %s: use a positive duration, e.g. 10ms", p.P99SLO))
+	}
+	return errs
+}

@@ -1,0 +1,104 @@
+// Package precheck verifies a deployed configuration before it is measured:
+// benign requests of every shape must get 200, and for blocking tiers a set
+// of attacks (in the URI, in headers and inside JSON bodies) must get 403.
+// A configuration that fails is not measured: its numbers would describe a
+// WAF that does not do its job, or a proxy that rejects the traffic.
+package precheck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
+)
+
+// Check is one request and the status it must get.
+type Check struct {
+	Name        string
+	Method      string
+	Path        string
+	ContentType string
+	Body        []byte
+	Headers     map[string]string
+	WantStatus  int
+}
+
+// attack is a request a tier family must block.
+type attack struct {
+	check    Check
+	families []string // tier families that block it
+}
+
+var attacks = []attack{
+	{Check{Name: "admin path", Method: "GET", Path: "/admin/settings"}, []string{"headers-only", "targeted"}},
+	{Check{Name: "scanner user agent", Method: "GET", Path: "/", Headers: map[string]string{"User-Agent": "sqlmap/1.8 (https://sqlmap.org)"}},
+		[]string{"headers-only", "targeted", "full-crs"}},
+	{Check{Name: "SQLi in the query", Method: "GET", Path: "/search?q=1%27%20or%201%3D1--"}, []string{"targeted", "full-crs"}},
+	{Check{Name: "SQLi in a JSON body", Method: "POST", Path: "/api/orders", ContentType: "application/json",
+		Body: []byte(`{"order":{"id":7,"note":"1' union select password from users--"}}`)}, []string{"targeted", "full-crs"}},
+	{Check{Name: "XSS in a JSON body", Method: "POST", Path: "/api/comments", ContentType: "application/json",
+		Body: []byte(`{"comment":{"text":"<script>alert(document.cookie)</script>"}}`)}, []string{"targeted", "full-crs"}},
+	{Check{Name: "known payload in a JSON field", Method: "POST", Path: "/api/orders", ContentType: "application/json",
+		Body: []byte(`{"payload":"maliciouspayload"}`)}, []string{"targeted"}},
+}
+
+// Family is the rule-set family of a tier: full-crs variants block what
+// full-crs blocks.
+func Family(tier string) string {
+	if strings.HasPrefix(tier, "full-crs") {
+		return "full-crs"
+	}
+	return tier
+}
+
+// Checks lists what a configuration must pass: every shape benign, and the
+// attacks its tier blocks when the flavor has a WAF.
+func Checks(cfg plan.Config) ([]Check, error) {
+	var checks []Check
+	shapes := []string{cfg.Shape}
+	for _, name := range shapes {
+		shape, err := plan.ShapeByName(name)
+		if err != nil {
+			return nil, err
+		}
+		checks = append(checks, Check{Name: "benign " + name, Method: shape.Method, Path: "/api/orders",
+			ContentType: shape.ContentType, Body: shape.Body, WantStatus: 200})
+	}
+	if !plan.HasWAF(cfg.Flavor) {
+		return checks, nil
+	}
+	family := Family(cfg.Tier)
+	for _, a := range attacks {
+		for _, f := range a.families {
+			if f == family {
+				c := a.check
+				c.WantStatus = 403
+				checks = append(checks, c)
+			}
+		}
+	}
+	return checks, nil
+}
+
+// Run sends every check to baseURL (http://127.0.0.1:PORT) and returns one
+// error naming each check that got another status.
+func Run(ctx context.Context, baseURL, host string, checks []Check) error {
+	var errs []error
+	for _, c := range checks {
+		status, _, _, err := loadgen.Probe(ctx, loadgen.Spec{URL: baseURL + c.Path, Host: host, Method: c.Method,
+			ContentType: c.ContentType, Body: c.Body, Headers: c.Headers})
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s: %w", c.Name, err))
+		case status != c.WantStatus:
+			errs = append(errs, fmt.Errorf("%s: got %d, want %d", c.Name, status, c.WantStatus))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("pre-check failed: %w", errors.Join(errs...))
+	}
+	return nil
+}

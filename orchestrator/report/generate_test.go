@@ -1,0 +1,270 @@
+package report
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wafsweep/wafsweep/orchestrator/dataset"
+	"github.com/wafsweep/wafsweep/orchestrator/knee"
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
+)
+
+// simulatedSweep runs real knee searches (the notes' method) against proxies
+// of known capacity and returns their steps.
+func simulatedSweep(t *testing.T, capacities map[plan.Config]int, ladder []int) []dataset.StepRow {
+	return simulatedSweepWith(t, capacities, ladder, knee.DefaultOptions())
+}
+
+func simulatedSweepWith(t *testing.T, capacities map[plan.Config]int, ladder []int, opts knee.Options) []dataset.StepRow {
+	t.Helper()
+	var rows []dataset.StepRow
+	for _, cfg := range []plan.Config{
+		{Flavor: "envoy", Tier: "none", Shape: "get"},
+		{Flavor: "waf", Tier: "full-crs", Shape: "get"},
+		{Flavor: "waf", Tier: "full-crs", Shape: "json_1k"},
+	} {
+		capacity, ok := capacities[cfg]
+		if !ok {
+			continue
+		}
+		s, err := knee.NewSearch(ladder, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for seq := 0; ; seq++ {
+			rate, kind, done := s.Next()
+			if done {
+				break
+			}
+			st := knee.Step{Target: rate, Scheduled: int64(rate) * 20, Completed: int64(rate) * 20}
+			achieved := float64(rate)
+			if rate > capacity {
+				st.Completed = int64(capacity) * 20
+				achieved = float64(capacity)
+			}
+			if err := s.Record(st); err != nil {
+				t.Fatal(err)
+			}
+			rows = append(rows, dataset.StepRow{
+				SweepID: "sw-test", ConfigID: cfg.ID(), Flavor: cfg.Flavor, Tier: cfg.Tier, Shape: cfg.Shape,
+				Seq: seq, Kind: string(kind), TargetRPS: rate, Scheduled: st.Scheduled, Completed: st.Completed,
+				AchievedRPS: achieved, P50Ms: 0.3, P99Ms: 1 + float64(rate)/1000, CoresPer1k: 0.1,
+				ProxyRSSPeakMB: 120, Verdict: dataset.VerdictOf(st),
+			})
+		}
+	}
+	return rows
+}
+
+func testMeta() dataset.Metadata {
+	return dataset.Metadata{
+		SweepID:     "sw-test",
+		StartedAt:   time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
+		CommandLine: []string{"wafsweep", "run", "--plan", "plan.json"},
+		Plan:        plan.Default(),
+		Versions:    dataset.Versions{Envoy: "1.40.0", Coraza: "v3.8.1", CRS: "v4.25.0"},
+		CPUModel:    "Test CPU <x86>", Cores: 2, Target: dataset.TargetLocal,
+		CoreAssignment: map[string]string{"proxy": "0", "loadgen": "1"},
+	}
+}
+
+func TestGenerate(t *testing.T) {
+	ladder := []int{1000, 2000, 3000, 4000}
+	steps := simulatedSweep(t, map[plan.Config]int{
+		{Flavor: "envoy", Tier: "none", Shape: "get"}:       9000,
+		{Flavor: "waf", Tier: "full-crs", Shape: "get"}:     2600,
+		{Flavor: "waf", Tier: "full-crs", Shape: "json_1k"}: 500,
+	}, ladder)
+	knees, err := dataset.BuildKnees(steps, ladder, knee.DefaultOptions(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	meta := testMeta()
+	meta.Plan.FloorRPS = 0 // the notes' method, as simulated
+	if err := Generate(dir, steps, knees, meta); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := string(md)
+	if strings.Contains(report, "Extension below the ladder") {
+		t.Error("report.md describes a descent the sweep did not make")
+	}
+	for _, want := range []string{
+		"# wafsweep report: sw-test",
+		"| `envoy/none/get` | >= 4000 | above | no | none | 1.00 |",
+		"| `waf/full-crs/get` | 2500 | none | yes | 2750 | 0.62 |",
+		"| `waf/full-crs/json_1k` | < 1000 | below | no | 1000 | n/a |",
+		"The knee is the highest passing rate whose next tested higher rate fails",
+		"wafsweep run --plan plan.json",
+		"| Coraza | v3.8.1 |",
+		"- CPU: Test CPU &lt;x86&gt;, 2 cores",
+		"- Cores for loadgen: 1",
+		`"ladder": [`,
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	wantPlots := []string{
+		"knee-heatmap-envoy.svg", "knee-heatmap-waf.svg",
+		"achieved-full-crs-get.svg", "latency-full-crs-get.svg", "cores-full-crs-get.svg",
+		"achieved-full-crs-json_1k.svg", "latency-full-crs-json_1k.svg", "cores-full-crs-json_1k.svg",
+	}
+	linked := regexp.MustCompile(`!\[[^\]]*\]\(plots/([^)]+)\)`).FindAllStringSubmatch(report, -1)
+	if len(linked) != len(wantPlots) {
+		t.Errorf("report links %d plots, want %d", len(linked), len(wantPlots))
+	}
+	for _, m := range linked {
+		data, err := os.ReadFile(filepath.Join(dir, "plots", m[1]))
+		if err != nil {
+			t.Errorf("linked plot: %v", err)
+			continue
+		}
+		parseSVG(t, data)
+	}
+	for _, name := range wantPlots {
+		if !strings.Contains(report, "(plots/"+name+")") {
+			t.Errorf("report does not embed %s", name)
+		}
+	}
+	achieved, _ := os.ReadFile(filepath.Join(dir, "plots", "achieved-full-crs-get.svg"))
+	p := parseSVG(t, achieved)
+	for _, want := range []string{"envoy", "waf", "target", "waf knee 2500", "envoy knee >= 4000"} {
+		if !p.hasText(want) {
+			t.Errorf("achieved plot lacks %q: %q", want, p.texts)
+		}
+	}
+	heat, _ := os.ReadFile(filepath.Join(dir, "plots", "knee-heatmap-waf.svg"))
+	if p := parseSVG(t, heat); !p.hasText("2500") || !p.hasText("< 1000") {
+		t.Errorf("heatmap texts %q", p.texts)
+	}
+}
+
+func TestGenerateIsDeterministic(t *testing.T) {
+	ladder := []int{1000, 2000}
+	steps := simulatedSweep(t, map[plan.Config]int{
+		{Flavor: "envoy", Tier: "none", Shape: "get"}:   5000,
+		{Flavor: "waf", Tier: "full-crs", Shape: "get"}: 1500,
+	}, ladder)
+	knees, _ := dataset.BuildKnees(steps, ladder, knee.DefaultOptions(), 3)
+	a, b := t.TempDir(), t.TempDir()
+	if err := Generate(a, steps, knees, testMeta()); err != nil {
+		t.Fatal(err)
+	}
+	if err := Generate(b, steps, knees, testMeta()); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"report.md", "plots/latency-full-crs-get.svg", "plots/knee-heatmap-waf.svg"} {
+		x, _ := os.ReadFile(filepath.Join(a, name))
+		y, _ := os.ReadFile(filepath.Join(b, name))
+		if len(x) == 0 || string(x) != string(y) {
+			t.Errorf("%s differs between two runs (or is empty)", name)
+		}
+	}
+}
+
+func TestGenerateWithoutData(t *testing.T) {
+	dir := t.TempDir()
+	if err := Generate(dir, nil, nil, dataset.Metadata{}); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"> No knees were computed", "> No steps were recorded: there is nothing to plot.", "Sweep: unknown",
+	} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dir, "plots")); len(entries) != 0 {
+		t.Errorf("plots written without data: %v", entries)
+	}
+}
+
+func TestGenerateKneesWithoutSteps(t *testing.T) {
+	dir := t.TempDir()
+	knees := []dataset.KneeRow{{ConfigID: "waf/full-crs/get", Flavor: "waf", Tier: "full-crs", Shape: "get",
+		Round: dataset.AllRounds, KneeRPS: 3000, Censored: dataset.CensoredNone, Invalid: false}}
+	if err := Generate(dir, nil, knees, dataset.Metadata{}); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	if !strings.Contains(string(md), "| `waf/full-crs/get` | 3000 |") ||
+		!strings.Contains(string(md), "No steps were recorded: there are no per-step plots") {
+		t.Errorf("report.md:\n%s", md)
+	}
+}
+
+func TestGenerateBelowTheLadder(t *testing.T) {
+	ladder := []int{1000, 2000, 3000, 4000}
+	meta := testMeta() // floor 50
+	steps := simulatedSweepWith(t, map[plan.Config]int{
+		{Flavor: "envoy", Tier: "none", Shape: "get"}:       9000,
+		{Flavor: "waf", Tier: "full-crs", Shape: "get"}:     400, // found by the descent
+		{Flavor: "waf", Tier: "full-crs", Shape: "json_1k"}: 30,  // below the floor
+	}, ladder, meta.Plan.KneeOptions())
+	knees, err := dataset.BuildKnees(steps, ladder, meta.Plan.KneeOptions(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := Generate(dir, steps, knees, meta); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	report := string(md)
+	for _, want := range []string{
+		"| `envoy/none/get` | >= 4000 | above |",
+		"| `waf/full-crs/get` | 380 | none | yes | 440 |",
+		"| `waf/full-crs/json_1k` | < 50 | below | no | 50 |",
+		"Extension below the ladder (floor 50 RPS)",
+		`reported as "< 50"`,
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	heat, _ := os.ReadFile(filepath.Join(dir, "plots", "knee-heatmap-waf.svg"))
+	if p := parseSVG(t, heat); !p.hasText("380") || !p.hasText("< 50") {
+		t.Errorf("heatmap texts %q", p.texts)
+	}
+	heat, _ = os.ReadFile(filepath.Join(dir, "plots", "knee-heatmap-envoy.svg"))
+	if p := parseSVG(t, heat); !p.hasText(">= 4000") {
+		t.Errorf("envoy heatmap texts %q", p.texts)
+	}
+	// Without metadata the floor is read off the descend steps.
+	if got := descentFloor(dataset.Metadata{}, steps); got != 50 {
+		t.Errorf("descentFloor without metadata = %d, want 50", got)
+	}
+}
+
+func TestKneeText(t *testing.T) {
+	tests := []struct {
+		row  dataset.KneeRow
+		want string
+	}{
+		{dataset.KneeRow{KneeRPS: 3500, Censored: dataset.CensoredNone}, "3500"},
+		{dataset.KneeRow{KneeRPS: 10000, Censored: dataset.CensoredAbove, BoundRPS: 10000}, ">= 10000"},
+		{dataset.KneeRow{Censored: dataset.CensoredBelow, BoundRPS: 50, LowestFailRPS: 50}, "< 50"},
+		{dataset.KneeRow{Censored: dataset.CensoredBelow, BoundRPS: 1000, LowestFailRPS: 1000}, "< 1000"},
+		{dataset.KneeRow{Censored: dataset.CensoredBelow, LowestFailRPS: 1000}, "< 1000"}, // no bound: lowest fail
+		{dataset.KneeRow{Censored: dataset.CensoredBelow}, "below ladder"},
+		{dataset.KneeRow{Invalid: true, Censored: dataset.CensoredNone}, "invalid"},
+	}
+	for _, tt := range tests {
+		if got := kneeText(tt.row); got != tt.want {
+			t.Errorf("kneeText(%+v) = %q, want %q", tt.row, got, tt.want)
+		}
+	}
+}

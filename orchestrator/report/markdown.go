@@ -1,0 +1,275 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wafsweep/wafsweep/orchestrator/dataset"
+	"github.com/wafsweep/wafsweep/orchestrator/knee"
+)
+
+// method states the knee definition (see package knee) for readers of the
+// report.
+const method = "Each step offers a constant target rate with Fortio (uniform spacing, no catch-up) " +
+	"and passes when at least 99% of the scheduled requests complete with at most 0.1% non-2xx " +
+	"responses or socket errors; a step whose measurement cannot be trusted (load generator over " +
+	"its CPU budget, proxy restart, backend saturation, failed pre-check) is invalid and retried. " +
+	"The knee is the highest passing rate whose next tested higher rate fails, refined by bisection " +
+	"until the gap is at most max(250 RPS, 5%) and confirmed by a re-run; passing the top of the " +
+	"ladder is reported as \">= top\" (censored above) and failing the bottom as \"< bottom\" (censored below)."
+
+func renderMarkdown(meta dataset.Metadata, steps []dataset.StepRow, knees, summary []dataset.KneeRow, panels []panel, heatmaps []plot) []byte {
+	var b bytes.Buffer
+	title := "wafsweep report"
+	if meta.SweepID != "" {
+		title += ": " + meta.SweepID
+	}
+	fmt.Fprintf(&b, "# %s\n\n", mdText(title))
+	writeMethod(&b, summary, descentFloor(meta, steps))
+	writeKneeTable(&b, steps, summary)
+	writeRoundTable(&b, knees)
+	writePlots(&b, steps, panels, heatmaps)
+	writeReproduce(&b, meta)
+	return b.Bytes()
+}
+
+// descentFloor is the floor of the descent below the ladder: the plan's, or,
+// without one, the lowest descend step; 0 when the sweep did not descend.
+func descentFloor(meta dataset.Metadata, steps []dataset.StepRow) int {
+	if meta.Plan.FloorRPS > 0 {
+		return meta.Plan.FloorRPS
+	}
+	floor := 0
+	for _, s := range steps {
+		if s.Kind == string(knee.KindDescend) && (floor == 0 || s.TargetRPS < floor) {
+			floor = s.TargetRPS
+		}
+	}
+	return floor
+}
+
+func writeMethod(b *bytes.Buffer, summary []dataset.KneeRow, floor int) {
+	b.WriteString("## Method\n\n" + method + "\n\n")
+	if floor > 0 {
+		fmt.Fprintf(b, "Extension below the ladder (floor %d RPS): when the bottom of the ladder fails, the rate is halved "+
+			"(rounded down to a multiple of 10 RPS, the last try exactly %d RPS) until a rate passes, then bisected and "+
+			"confirmed as above. Below the ladder the 250 RPS part of the gap shrinks in proportion to the rate "+
+			"(max(250 RPS x highest pass / bottom, 5%%)) and midpoints are multiples of 10 RPS. A configuration that "+
+			"fails even the floor is reported as \"< %d\".\n\n", floor, floor, floor)
+	}
+	b.WriteString("With several rounds (alternating flavor order) the knee is the median over valid rounds. ")
+	b.WriteString("\"x envoy\" divides the knee by vanilla Envoy's for the same shape; \"+p99\" is the p99 at the knee minus Envoy's p99 at the same target, when Envoy ran that target. ")
+	b.WriteString("Cores per 1k RPS are idle-corrected proxy CPU seconds per 1,000 successful requests.")
+	if slo := latencySLO(summary); slo > 0 {
+		fmt.Fprintf(b, " The latency knee (an extra, not the knee) is the highest rate whose p99 stays within %s ms with every lower rate within too.", fmtNum(slo, -1))
+	}
+	b.WriteString("\n\n")
+}
+
+func latencySLO(rows []dataset.KneeRow) float64 {
+	for _, k := range rows {
+		if k.LatencySLOMs > 0 {
+			return k.LatencySLOMs
+		}
+	}
+	return 0
+}
+
+var kneeColumns = []string{
+	"Config", "Knee RPS", "Censored", "Confirmed", "Lowest fail", "x envoy", "p50 ms", "p99 ms",
+	"+p99 ms vs envoy", "Cores/1k RPS", "RSS MB", "Latency knee", "Rounds", "Median", "Min", "Max", "Stddev",
+}
+
+func writeKneeTable(b *bytes.Buffer, steps []dataset.StepRow, summary []dataset.KneeRow) {
+	b.WriteString("## Knees\n\n")
+	if len(summary) == 0 {
+		b.WriteString("> No knees were computed: there is no knee table.\n\n")
+		return
+	}
+	rows := slices.Clone(summary)
+	sortByConfig(rows, flavorOrder(steps, rows))
+	writeTableHeader(b, kneeColumns)
+	for _, k := range rows {
+		writeTableRow(b, kneeCells(k))
+	}
+	b.WriteString("\n")
+	for _, k := range rows {
+		if k.Invalid {
+			fmt.Fprintf(b, "- `%s` is invalid: %s\n", k.ConfigID, mdText(strings.Join(k.Reasons, "; ")))
+		}
+	}
+	b.WriteString("\n")
+}
+
+func kneeCells(k dataset.KneeRow) []string {
+	return []string{
+		"`" + k.ConfigID + "`", kneeText(k), k.Censored, yesNo(k.Confirmed), rateOrNone(k.LowestFailRPS),
+		fmtNum(k.KneeVsEnvoy, 2), fmtNum(k.P50MsAtKnee, 3), fmtNum(k.P99MsAtKnee, 3),
+		fmtNum(k.AddedP99MsVsEnvoy, 3), fmtNum(k.CoresPer1kAtKnee, 3), fmtNum(k.RSSPeakMB, 1),
+		rateOrNone(k.LatencyKneeRPS), strconv.Itoa(k.Rounds),
+		fmtNum(k.KneeMedianRPS, 0), fmtNum(k.KneeMinRPS, 0), fmtNum(k.KneeMaxRPS, 0), fmtNum(k.KneeStddevRPS, 0),
+	}
+}
+
+// writeRoundTable lists each round's knee when there was more than one.
+func writeRoundTable(b *bytes.Buffer, knees []dataset.KneeRow) {
+	rounds := filter(knees, func(k dataset.KneeRow) bool { return k.Round != dataset.AllRounds })
+	if !slices.ContainsFunc(rounds, func(k dataset.KneeRow) bool { return k.Round > 0 }) {
+		return
+	}
+	sortByConfig(rounds, flavorOrder(nil, rounds))
+	b.WriteString("### Knees per round\n\n")
+	writeTableHeader(b, []string{"Config", "Round", "Knee RPS", "Confirmed", "Lowest fail", "p99 ms"})
+	for _, k := range rounds {
+		writeTableRow(b, []string{
+			"`" + k.ConfigID + "`", strconv.Itoa(k.Round), kneeText(k), yesNo(k.Confirmed),
+			rateOrNone(k.LowestFailRPS), fmtNum(k.P99MsAtKnee, 3),
+		})
+	}
+	b.WriteString("\n")
+}
+
+func writePlots(b *bytes.Buffer, steps []dataset.StepRow, panels []panel, heatmaps []plot) {
+	b.WriteString("## Plots\n\n")
+	if len(steps) == 0 && len(heatmaps) == 0 {
+		b.WriteString("> No steps were recorded: there is nothing to plot.\n\n")
+		return
+	}
+	if len(heatmaps) > 0 {
+		b.WriteString("### Knees per tier and shape\n\n")
+		for _, p := range heatmaps {
+			writeImage(b, p)
+		}
+	}
+	if len(steps) == 0 {
+		b.WriteString("> No steps were recorded: there are no per-step plots.\n\n")
+	}
+	for _, p := range panels {
+		fmt.Fprintf(b, "### %s, %s\n\n", mdText(p.tier), mdText(p.shape))
+		for _, pl := range p.plots {
+			writeImage(b, pl)
+		}
+	}
+}
+
+func writeImage(b *bytes.Buffer, p plot) {
+	fmt.Fprintf(b, "![%s](plots/%s)\n\n", mdText(p.title), p.file)
+}
+
+func writeReproduce(b *bytes.Buffer, meta dataset.Metadata) {
+	b.WriteString("## Reproduce\n\n")
+	fmt.Fprintf(b, "- Sweep: %s, target %s\n", orUnknown(meta.SweepID), orUnknown(meta.Target))
+	fmt.Fprintf(b, "- Started %s, finished %s\n", fmtTime(meta.StartedAt), fmtTime(meta.FinishedAt))
+	fmt.Fprintf(b, "- CPU: %s, %d cores\n", orUnknown(meta.CPUModel), meta.Cores)
+	for _, role := range sortedStrings(meta.CoreAssignment) {
+		fmt.Fprintf(b, "- Cores for %s: %s\n", mdText(role), mdText(meta.CoreAssignment[role]))
+	}
+	v := meta.Versions
+	b.WriteString("\n")
+	writeTableHeader(b, []string{"Component", "Version"})
+	for _, row := range [][2]string{
+		{"Envoy", v.Envoy}, {"WAF module", v.Module}, {"Coraza", v.Coraza}, {"CRS", v.CRS},
+		{"Go", v.Go}, {"wafsweep commit", v.WafsweepCommit},
+	} {
+		writeTableRow(b, []string{row[0], orUnknown(row[1])})
+	}
+	b.WriteString("\nCommand line:\n\n")
+	writeCode(b, "sh", strings.Join(meta.CommandLine, " "))
+	if planJSON, err := json.MarshalIndent(meta.Plan, "", "  "); err == nil {
+		b.WriteString("Plan:\n\n")
+		writeCode(b, "json", string(planJSON))
+	}
+	if len(meta.Notes) > 0 {
+		b.WriteString("Notes:\n\n")
+		for _, n := range meta.Notes {
+			fmt.Fprintf(b, "- %s\n", mdText(n))
+		}
+		b.WriteString("\n")
+	}
+}
+
+// writeCode fences text with more backticks than it contains in a row.
+func writeCode(b *bytes.Buffer, lang, text string) {
+	fence := "```"
+	for strings.Contains(text, fence) {
+		fence += "`"
+	}
+	fmt.Fprintf(b, "%s%s\n%s\n%s\n\n", fence, lang, text, fence)
+}
+
+func writeTableHeader(b *bytes.Buffer, cols []string) {
+	writeTableRow(b, cols)
+	seps := make([]string, len(cols))
+	for i := range seps {
+		seps[i] = "---"
+	}
+	writeTableRow(b, seps)
+}
+
+func writeTableRow(b *bytes.Buffer, cells []string) {
+	escaped := make([]string, len(cells))
+	for i, c := range cells {
+		escaped[i] = strings.ReplaceAll(c, "|", `\|`)
+	}
+	fmt.Fprintf(b, "| %s |\n", strings.Join(escaped, " | "))
+}
+
+// mdText keeps free text on one line and stops it from opening markup.
+func mdText(s string) string {
+	return mdReplacer.Replace(s)
+}
+
+var mdReplacer = strings.NewReplacer("\r", " ", "\n", " ", "<", "&lt;", ">", "&gt;", "[", `\[`, "]", `\]`, "`", "'")
+
+// fmtNum prints v with the given decimals (-1: as short as exact), "n/a"
+// for NaN.
+func fmtNum(v float64, decimals int) string {
+	if math.IsNaN(v) {
+		return "n/a"
+	}
+	return strconv.FormatFloat(v, 'f', decimals, 64)
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "unknown"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// rateOrNone prints a rate, 0 meaning there is none.
+func rateOrNone(rps int) string {
+	if rps <= 0 {
+		return "none"
+	}
+	return strconv.Itoa(rps)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return mdText(s)
+}
+
+func sortedStrings(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

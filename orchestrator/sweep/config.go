@@ -1,0 +1,149 @@
+package sweep
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/wafsweep/wafsweep/orchestrator/dataset"
+	"github.com/wafsweep/wafsweep/orchestrator/knee"
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
+	"github.com/wafsweep/wafsweep/orchestrator/precheck"
+	"github.com/wafsweep/wafsweep/orchestrator/target"
+)
+
+// idleWindow measures the proxy's own CPU use without load, subtracted
+// from every step (cores per 1k RPS count what the traffic costs).
+const idleWindow = 2 * time.Second
+
+// configRun is one configuration in one round.
+type configRun struct {
+	*runner
+	round  int
+	cfg    plan.Config
+	shape  plan.Shape
+	search *knee.Search
+
+	deployed   target.Deployed
+	idleCPUPS  float64 // proxy CPU seconds per second when idle
+	precheckOK error   // nil when the pre-check passed
+}
+
+func (c *configRun) run(ctx context.Context) (err error) {
+	defer func() {
+		if c.deployed != nil {
+			err = errors.Join(err, c.deployed.Teardown())
+		}
+	}()
+	if err := c.deploy(ctx); err != nil {
+		return err
+	}
+	for {
+		rate, kind, done := c.search.Next()
+		if done {
+			return nil
+		}
+		row, err := c.step(ctx, rate, kind)
+		if err != nil {
+			return err
+		}
+		if err := c.journal.Append(row); err != nil {
+			return err
+		}
+		if err := c.search.Record(row.KneeStep()); err != nil {
+			return err
+		}
+		c.progress.stepDone(c.cfg, row)
+		// A failed pre-check or a dead proxy is retried on a fresh deployment.
+		if row.Verdict == dataset.VerdictInvalid && (c.precheckOK != nil || row.ProxyRestarted) {
+			if err := c.redeploy(ctx); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (c *configRun) runDir() string {
+	return filepath.Join(c.opts.OutDir, "runs", fmt.Sprintf("r%d", c.round), c.cfg.Flavor, c.cfg.Tier, c.cfg.Shape)
+}
+
+// deploy starts the configuration, measures its idle CPU and pre-checks it.
+// Deployment errors end the sweep (the machine is not fit to measure); a
+// failed pre-check only marks the configuration.
+func (c *configRun) deploy(ctx context.Context) error {
+	dir := c.runDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	wafJSON, err := c.wafConfig(dir)
+	if err != nil {
+		return err
+	}
+	c.progress.note(fmt.Sprintf("deploying %s (round %d)", c.cfg.ID(), c.round))
+	c.deployed, err = c.opts.Target.Deploy(ctx, target.Deployment{Config: c.cfg, WAFConfigJSON: wafJSON, RunDir: dir})
+	if err != nil {
+		return fmt.Errorf("deploying %s: %w", c.cfg.ID(), err)
+	}
+	checks, err := precheck.Checks(c.cfg)
+	if err != nil {
+		return err
+	}
+	c.precheckOK = precheck.Run(ctx, c.deployed.URL(), c.opts.Host, checks)
+	if c.precheckOK != nil {
+		c.progress.note(fmt.Sprintf("%s: %v", c.cfg.ID(), c.precheckOK))
+	}
+	c.idleCPUPS, err = c.measureIdle(ctx)
+	return err
+}
+
+func (c *configRun) redeploy(ctx context.Context) error {
+	if c.deployed != nil {
+		if err := c.deployed.Teardown(); err != nil {
+			return err
+		}
+		c.deployed = nil
+	}
+	if _, _, done := c.search.Next(); done {
+		return nil
+	}
+	return c.deploy(ctx)
+}
+
+func (c *configRun) measureIdle(ctx context.Context) (float64, error) {
+	before, err := c.deployed.Usage()
+	if err != nil {
+		return 0, err
+	}
+	select {
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-time.After(idleWindow):
+	}
+	after, err := c.deployed.Usage()
+	if err != nil {
+		return 0, err
+	}
+	return (after.ProxyCPUSeconds - before.ProxyCPUSeconds) / idleWindow.Seconds(), nil
+}
+
+// wafConfig is the corazawaf filter_config of the configuration's tier.
+func (c *configRun) wafConfig(runDir string) (string, error) {
+	if !plan.HasWAF(c.cfg.Flavor) {
+		return "", nil
+	}
+	tierFile := filepath.Join(c.opts.RulesetsDir, c.cfg.Tier+".conf")
+	if _, err := os.Stat(tierFile); err != nil {
+		return "", fmt.Errorf("tier %s: %w", c.cfg.Tier, err)
+	}
+	cfg := map[string]any{"directives": []string{"Include " + tierFile}}
+	if c.cfg.Tier == plan.TierFullCRSAudit {
+		cfg["audit_log"] = filepath.Join(runDir, "audit.log")
+		cfg["audit_engine"] = "On"
+	}
+	b, err := json.Marshal(cfg)
+	return string(b), err
+}

@@ -1,0 +1,140 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/wafsweep/wafsweep/orchestrator/dataset"
+	"github.com/wafsweep/wafsweep/orchestrator/knee"
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
+	"github.com/wafsweep/wafsweep/orchestrator/report"
+	"github.com/wafsweep/wafsweep/orchestrator/target"
+)
+
+// Options is everything a sweep needs.
+type Options struct {
+	Plan    plan.Plan
+	Target  target.Target
+	SweepID string
+	// OutDir is results/<sweep-id>.
+	OutDir string
+	// RulesetsDir holds the tier files (rulesets/<tier>.conf).
+	RulesetsDir string
+	CommandLine []string
+	Versions    dataset.Versions
+	// Progress receives one line per step with an ETA (nil: discarded).
+	Progress io.Writer
+	// Host is the Host header of every request (a name: CRS 920350 flags
+	// numeric hosts).
+	Host string
+}
+
+// File names inside OutDir.
+const (
+	StepsFile    = "steps.csv"
+	KneesFile    = "knees.csv"
+	MetadataFile = "metadata.json"
+	ReportFile   = "report.md"
+)
+
+// Run runs (or resumes) the sweep. On cancellation it stops the step in
+// progress without recording it, tears down what it deployed, rebuilds the
+// outputs from the finished steps and returns the context's error.
+func Run(ctx context.Context, opts Options) error {
+	if err := opts.Plan.Validate(); err != nil {
+		return fmt.Errorf("invalid plan: %w", err)
+	}
+	if opts.Progress == nil {
+		opts.Progress = io.Discard
+	}
+	if opts.Host == "" {
+		opts.Host = "wafsweep.test"
+	}
+	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
+		return err
+	}
+	journal, err := dataset.OpenJournal(filepath.Join(opts.OutDir, StepsFile))
+	if err != nil {
+		return err
+	}
+	defer journal.Close()
+	meta, err := startMetadata(opts)
+	if err != nil {
+		return err
+	}
+	r := &runner{opts: opts, journal: journal, meta: meta, progress: newProgress(opts.Plan, journal, opts.Progress)}
+	runErr := r.rounds(ctx)
+	if err := r.writeOutputs(runErr == nil); err != nil {
+		return errors.Join(runErr, err)
+	}
+	return runErr
+}
+
+type runner struct {
+	opts     Options
+	journal  *dataset.Journal
+	meta     dataset.Metadata
+	progress *progress
+}
+
+func (r *runner) rounds(ctx context.Context) error {
+	for round := range r.opts.Plan.Rounds {
+		for _, cfg := range r.opts.Plan.ConfigsForRound(round) {
+			if err := r.config(ctx, round, cfg); err != nil {
+				return err
+			}
+			if err := r.writeOutputs(false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (r *runner) kneeOptions() knee.Options {
+	return r.opts.Plan.KneeOptions()
+}
+
+// config runs one configuration's knee search, resuming from the journal.
+func (r *runner) config(ctx context.Context, round int, cfg plan.Config) error {
+	search, err := knee.Replay(r.opts.Plan.Ladder, r.kneeOptions(), r.journal.KneeSteps(round, cfg.ID()))
+	if err != nil {
+		return fmt.Errorf("%s round %d: the recorded steps do not replay (was the plan changed? use a new --sweep-id): %w", cfg.ID(), round, err)
+	}
+	if _, _, done := search.Next(); done {
+		return nil
+	}
+	shape, err := plan.ShapeByName(cfg.Shape)
+	if err != nil {
+		return err
+	}
+	c := &configRun{runner: r, round: round, cfg: cfg, shape: shape, search: search}
+	return c.run(ctx)
+}
+
+// writeOutputs rebuilds knees.csv, the plots, report.md and metadata.json
+// from steps.csv.
+func (r *runner) writeOutputs(finished bool) error {
+	steps := r.journal.Rows()
+	knees, err := dataset.BuildKnees(steps, r.opts.Plan.Ladder, r.kneeOptions(), msOf(r.opts.Plan.P99SLO))
+	if err != nil {
+		return fmt.Errorf("building knees: %w", err)
+	}
+	if err := dataset.WriteKnees(filepath.Join(r.opts.OutDir, KneesFile), knees); err != nil {
+		return err
+	}
+	if finished {
+		r.meta.FinishedAt = time.Now().UTC()
+	}
+	if err := dataset.WriteMetadata(filepath.Join(r.opts.OutDir, MetadataFile), r.meta); err != nil {
+		return err
+	}
+	return report.Generate(r.opts.OutDir, steps, knees, r.meta)
+}
+
+func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,0 +1,113 @@
+package local
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/wafsweep/wafsweep/orchestrator/procstat"
+)
+
+// backendProcess is the backend as its own process, pinned to its CPUs so
+// its cost can be accounted apart from the load generator's.
+type backendProcess struct {
+	cmd      *exec.Cmd
+	address  string
+	portNum  int
+	waitDone chan struct{}
+}
+
+// startBackendProcess runs command with --listen 127.0.0.1:0 and waits for
+// its "listening on ADDR" line.
+func startBackendProcess(ctx context.Context, command []string, cpus []int, runDir string) (*backendProcess, error) {
+	args := append(append([]string(nil), command[1:]...), "--listen", "127.0.0.1:0")
+	cmd := exec.Command(command[0], args...)
+	// The backend dies with the sweep, even on SIGKILL.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	logFile, err := os.Create(filepath.Join(runDir, "backend.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	cmd.Stderr = logFile
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%s: %w", command[0], err)
+	}
+	b := &backendProcess{cmd: cmd, waitDone: make(chan struct{})}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+				addr <- strings.TrimSpace(a)
+			}
+		}
+	}()
+	go func() { cmd.Wait(); close(b.waitDone) }()
+	select {
+	case a := <-addr:
+		b.address = a
+	case <-b.waitDone:
+		return nil, fmt.Errorf("backend exited before listening (see %s)", filepath.Join(runDir, "backend.log"))
+	case <-time.After(10 * time.Second):
+		b.stop()
+		return nil, errors.New("backend did not report its address within 10s")
+	case <-ctx.Done():
+		b.stop()
+		return nil, ctx.Err()
+	}
+	_, port, err := net.SplitHostPort(b.address)
+	if err == nil {
+		b.portNum, err = strconv.Atoi(port)
+	}
+	if err != nil {
+		b.stop()
+		return nil, fmt.Errorf("backend address %q: %v", b.address, err)
+	}
+	if err := procstat.PinProcess(cmd.Process.Pid, cpus); err != nil {
+		b.stop()
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *backendProcess) addr() string { return b.address }
+func (b *backendProcess) port() int    { return b.portNum }
+
+func (b *backendProcess) cpuSeconds() float64 {
+	s, err := procstat.CPUSeconds(b.cmd.Process.Pid)
+	if err != nil {
+		return -1
+	}
+	return s
+}
+
+// stop ends the backend by its PID: SIGTERM, then SIGKILL after 5 s.
+func (b *backendProcess) stop() error {
+	select {
+	case <-b.waitDone:
+		return nil
+	default:
+	}
+	b.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-b.waitDone:
+	case <-time.After(5 * time.Second):
+		b.cmd.Process.Kill()
+		<-b.waitDone
+	}
+	return nil
+}

@@ -1,0 +1,249 @@
+// Package local is the default target: backend, proxy and load generator as
+// processes on this machine, all on 127.0.0.1, each role pinned to its own
+// CPUs. The load generator (Fortio) runs inside the wafsweep process.
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+
+	"github.com/wafsweep/wafsweep/orchestrator/backend"
+	"github.com/wafsweep/wafsweep/orchestrator/dataset"
+	"github.com/wafsweep/wafsweep/orchestrator/envoyconfig"
+	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
+	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
+	"github.com/wafsweep/wafsweep/orchestrator/procstat"
+	"github.com/wafsweep/wafsweep/orchestrator/target"
+)
+
+// Options configures the local target.
+type Options struct {
+	EnvoyBinary string // default: envoyproc.FindBinary()
+	ModulePath  string // libcorazawaf.so, required for WAF flavors
+	// CPU sets per role. Defaults split the machine: the proxy gets the
+	// upper half of the CPUs, the load generator and backend the rest.
+	ProxyCPUs, LoadgenCPUs, BackendCPUs []int
+	// BackendCommand runs the backend as its own process (e.g.
+	// [wafsweep backend]); it is given --listen ADDR. Empty runs the backend
+	// inside this process, sharing the load generator's CPUs (tests).
+	BackendCommand []string
+	// PinSelf pins this process (the load generator) to LoadgenCPUs.
+	PinSelf bool
+}
+
+// Local deploys configurations as local processes.
+type Local struct {
+	opts Options
+}
+
+// New validates the options and fills in defaults.
+func New(opts Options) (*Local, error) {
+	n := runtime.NumCPU()
+	if len(opts.ProxyCPUs) == 0 {
+		opts.ProxyCPUs = span(n/2, n)
+	}
+	if len(opts.LoadgenCPUs) == 0 {
+		opts.LoadgenCPUs = span(0, max(n/2, 1))
+	}
+	if len(opts.BackendCPUs) == 0 {
+		opts.BackendCPUs = opts.LoadgenCPUs
+	}
+	var errs []error
+	for role, cpus := range map[string][]int{"proxy": opts.ProxyCPUs, "loadgen": opts.LoadgenCPUs, "backend": opts.BackendCPUs} {
+		for _, c := range cpus {
+			if c < 0 || c >= n {
+				errs = append(errs, fmt.Errorf("--%s-cpus: CPU %d does not exist (this machine has 0-%d)", role, c, n-1))
+			}
+		}
+	}
+	for _, c := range opts.ProxyCPUs {
+		if slices.Contains(opts.LoadgenCPUs, c) {
+			errs = append(errs, fmt.Errorf("--proxy-cpus and --loadgen-cpus share CPU %d: give the proxy its own cores", c))
+		}
+	}
+	if opts.EnvoyBinary == "" {
+		bin, err := envoyproc.FindBinary()
+		if err != nil {
+			errs = append(errs, err)
+		}
+		opts.EnvoyBinary = bin
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if opts.PinSelf {
+		if err := procstat.PinProcess(os.Getpid(), opts.LoadgenCPUs); err != nil {
+			return nil, err
+		}
+	}
+	return &Local{opts: opts}, nil
+}
+
+func span(lo, hi int) []int {
+	var cpus []int
+	for c := lo; c < hi; c++ {
+		cpus = append(cpus, c)
+	}
+	return cpus
+}
+
+// Name implements target.Target.
+func (l *Local) Name() string { return dataset.TargetLocal }
+
+// Describe implements target.Target.
+func (l *Local) Describe() target.Description {
+	d := target.Description{CoreAssignment: map[string]string{
+		"proxy":   procstat.FormatCPUList(l.opts.ProxyCPUs),
+		"loadgen": procstat.FormatCPUList(l.opts.LoadgenCPUs),
+		"backend": procstat.FormatCPUList(l.opts.BackendCPUs),
+	}}
+	if len(l.opts.BackendCommand) == 0 {
+		d.Notes = append(d.Notes, "backend ran inside the load generator's process: backend saturation is not checked")
+	}
+	if slices.Equal(l.opts.LoadgenCPUs, l.opts.BackendCPUs) {
+		d.Notes = append(d.Notes, "load generator and backend share CPUs "+procstat.FormatCPUList(l.opts.LoadgenCPUs))
+	}
+	return d
+}
+
+// CheckModule fails early when a WAF flavor is planned without a module.
+func (l *Local) CheckModule(p plan.Plan) error {
+	for _, f := range p.Flavors {
+		if plan.HasWAF(f) && f != plan.FlavorNginxModSecurity {
+			if l.opts.ModulePath == "" {
+				return fmt.Errorf("flavor %s needs the corazawaf module: run `make build` or pass --module", f)
+			}
+			if _, err := os.Stat(l.opts.ModulePath); err != nil {
+				return fmt.Errorf("flavor %s: module %s: %w (run `make build`)", f, l.opts.ModulePath, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Deploy implements target.Target.
+func (l *Local) Deploy(ctx context.Context, d target.Deployment) (target.Deployed, error) {
+	be, err := l.startBackend(ctx, d.RunDir)
+	if err != nil {
+		return nil, fmt.Errorf("starting the backend: %w", err)
+	}
+	dep := &deployed{local: l, backend: be}
+	if d.Config.Flavor == plan.FlavorDirect {
+		dep.url = "http://" + be.addr()
+		return dep, nil
+	}
+	if err := dep.startEnvoy(ctx, d); err != nil {
+		dep.Teardown()
+		return nil, err
+	}
+	return dep, nil
+}
+
+func (d *deployed) startEnvoy(ctx context.Context, dep target.Deployment) error {
+	switch dep.Config.Flavor {
+	case plan.FlavorEnvoy, plan.FlavorWAF:
+	default:
+		return fmt.Errorf("flavor %s is not available on the local target yet", dep.Config.Flavor)
+	}
+	ports, err := envoyproc.FreePorts(2)
+	if err != nil {
+		return err
+	}
+	opts := envoyconfig.Options{AdminPort: ports[1], ListenPort: ports[0], UpstreamPort: d.backend.port()}
+	if dep.Config.Flavor == plan.FlavorWAF {
+		opts.WAF = &envoyconfig.WAFFilter{ModulePath: d.local.opts.ModulePath, ConfigJSON: dep.WAFConfigJSON}
+	}
+	bootstrap, err := envoyconfig.Build(opts)
+	if err != nil {
+		return fmt.Errorf("building the Envoy bootstrap: %w", err)
+	}
+	cfgPath := filepath.Join(dep.RunDir, "envoy.json")
+	if err := envoyconfig.WriteFile(cfgPath, bootstrap); err != nil {
+		return err
+	}
+	d.envoy, err = envoyproc.Start(ctx, envoyproc.Options{
+		Binary: d.local.opts.EnvoyBinary, ConfigPath: cfgPath, LogPath: filepath.Join(dep.RunDir, "envoy.log"),
+		AdminPort: ports[1], CPUs: d.local.opts.ProxyCPUs, Concurrency: len(d.local.opts.ProxyCPUs),
+	})
+	if err != nil {
+		return fmt.Errorf("starting Envoy: %w", err)
+	}
+	d.url = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	return nil
+}
+
+// deployed is one running configuration.
+type deployed struct {
+	local   *Local
+	backend runningBackend
+	envoy   *envoyproc.Process
+	url     string
+}
+
+func (d *deployed) URL() string { return d.url }
+
+func (d *deployed) LoadgenCores() int { return len(d.local.opts.LoadgenCPUs) }
+
+func (d *deployed) RunLoad(ctx context.Context, spec loadgen.Spec) (loadgen.Result, error) {
+	return loadgen.Run(ctx, spec)
+}
+
+func (d *deployed) Usage() (target.Usage, error) {
+	u := target.Usage{BackendCPUSeconds: d.backend.cpuSeconds()}
+	if d.envoy == nil {
+		return u, nil
+	}
+	var err error
+	if u.ProxyCPUSeconds, err = procstat.CPUSeconds(d.envoy.PID()); err != nil {
+		return u, err
+	}
+	mem, err := procstat.ReadMemory(d.envoy.PID())
+	if err != nil {
+		return u, err
+	}
+	u.ProxyRSSBytes, u.ProxyPeakRSSBytes = mem.RSSBytes, mem.PeakBytes
+	return u, nil
+}
+
+func (d *deployed) Restarted() bool { return d.envoy != nil && d.envoy.Exited() }
+
+func (d *deployed) Teardown() error {
+	var errs []error
+	if d.envoy != nil {
+		errs = append(errs, d.envoy.Stop())
+	}
+	errs = append(errs, d.backend.stop())
+	return errors.Join(errs...)
+}
+
+// runningBackend is the backend in either of its two forms.
+type runningBackend interface {
+	addr() string
+	port() int
+	cpuSeconds() float64 // negative when not measurable apart
+	stop() error
+}
+
+type inProcessBackend struct{ s *backend.Server }
+
+func (b inProcessBackend) addr() string        { return b.s.Addr() }
+func (b inProcessBackend) port() int           { return b.s.Port() }
+func (b inProcessBackend) cpuSeconds() float64 { return -1 }
+func (b inProcessBackend) stop() error         { return b.s.Close() }
+
+func (l *Local) startBackend(ctx context.Context, runDir string) (runningBackend, error) {
+	if len(l.opts.BackendCommand) == 0 {
+		s, err := backend.Start("127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		return inProcessBackend{s}, nil
+	}
+	return startBackendProcess(ctx, l.opts.BackendCommand, l.opts.BackendCPUs, runDir)
+}

@@ -1,0 +1,67 @@
+// Package target defines where a sweep runs its configurations: the local
+// machine (package local) or a Kubernetes cluster. A target deploys a
+// configuration (backend, proxy), runs load against it, and accounts the
+// proxy's resources; the sweep package drives it and never cares which one
+// it has.
+package target
+
+import (
+	"context"
+
+	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
+)
+
+// Target deploys configurations.
+type Target interface {
+	// Name is dataset.TargetLocal, TargetKind or TargetKube.
+	Name() string
+	// Describe reports what metadata.json records about the target.
+	Describe() Description
+	// Deploy starts what cfg needs and returns it ready for load (the
+	// proxy's admin answered /ready).
+	Deploy(ctx context.Context, d Deployment) (Deployed, error)
+}
+
+// Deployment is one configuration to deploy.
+type Deployment struct {
+	Config plan.Config
+	// WAFConfigJSON is the corazawaf filter_config for WAF flavors.
+	WAFConfigJSON string
+	// RunDir is where the deployment may write its config and logs.
+	RunDir string
+}
+
+// Deployed is a running configuration.
+type Deployed interface {
+	// URL is the base URL the load generator targets (http://127.0.0.1:port).
+	URL() string
+	// RunLoad runs one constant-throughput step against URL.
+	RunLoad(ctx context.Context, spec loadgen.Spec) (loadgen.Result, error)
+	// Usage samples the proxy's resources now.
+	Usage() (Usage, error)
+	// Restarted reports whether the proxy exited or restarted since Deploy.
+	Restarted() bool
+	// LoadgenCores is the number of CPUs the load generator may use: its CPU
+	// budget per second.
+	LoadgenCores() int
+	// Teardown stops everything Deploy started.
+	Teardown() error
+}
+
+// Usage is a sample of the proxy's resources. For the direct flavor (no
+// proxy) every field is zero.
+type Usage struct {
+	ProxyCPUSeconds   float64 // cumulative, all processes of the flavor
+	ProxyRSSBytes     uint64  // now
+	ProxyPeakRSSBytes uint64  // lifetime high-water mark
+	// BackendCPUSeconds is cumulative; negative when the backend shares the
+	// load generator's process and cannot be accounted apart.
+	BackendCPUSeconds float64
+}
+
+// Description is what the metadata records about a target.
+type Description struct {
+	CoreAssignment map[string]string // role -> CPU list
+	Notes          []string
+}
