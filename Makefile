@@ -64,6 +64,7 @@ test: lint envoy $(MODULE) $(TEST_MODULE)
 	CORAZAWAF_MODULE="$(abspath $(MODULE))" CORAZAWAF_TEST_MODULE="$(abspath $(TEST_MODULE))" \
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -tags corazawaf_testhooks ./filter/waf/
+	$(GO) test -race -run 'Concurrent|Stream' ./filter/waf/
 
 unit:
 	$(GO) test -short ./...

@@ -378,3 +378,22 @@ func TestCompleteWithoutTransaction(t *testing.T) {
 		t.Fatal("a stream that never started is not inspected")
 	}
 }
+
+func TestArgumentFloodIsRejected(t *testing.T) {
+	cfg := tierConfig(t, "full-crs")
+	e := mustEngine(t, cfg)
+	var b strings.Builder
+	b.WriteString(`{"pad":[`)
+	for i := range 1500 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("1")
+	}
+	b.WriteString(`],"q":"1' union select password from users--"}`)
+	body := []byte(b.String())
+	d, _, _ := run(t, cfg, e, post("/api", "application/json", len(body)), body, 16<<10)
+	if d.Action != Reply || d.Reply.Status != 400 || d.Reply.Verdict.RuleID != 200005 {
+		t.Fatalf("a JSON body of 1,500 arguments must be rejected by rule 200005: %+v", d.Reply)
+	}
+}

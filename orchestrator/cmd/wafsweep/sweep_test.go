@@ -1,0 +1,70 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
+)
+
+func TestFlagsBuildThePlan(t *testing.T) {
+	f, _, err := parseSweepFlags([]string{"--profile", "full", "--flavors", "envoy,waf", "--tiers", "full-crs",
+		"--shapes", "json_10k", "--ladder", "100,200", "--floor", "20", "--measure", "5s", "--connections", "8", "--rounds", "3"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.buildPlan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(p.Flavors, ",") != "envoy,waf" || p.Tiers[0] != "full-crs" || p.Shapes[0] != "json_10k" ||
+		p.Ladder[1] != 200 || p.FloorRPS != 20 || p.Measure != 5*time.Second || p.Connections != 8 || p.Rounds != 3 {
+		t.Fatalf("flags not applied: %+v", p)
+	}
+	short, _, _ := parseSweepFlags(nil, io.Discard)
+	sp, err := short.buildPlan()
+	if err != nil || len(sp.Shapes) != 2 || sp.Measure != 5*time.Second {
+		t.Fatalf("short profile: %+v %v", sp, err)
+	}
+}
+
+func TestBadFlagsFailBeforeAnythingStarts(t *testing.T) {
+	tests := []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{"--flavors", "wafx"}, `unknown flavor "wafx"`},
+		{[]string{"--ladder", "300,x"}, `"x" is not a rate`},
+		{[]string{"--ladder", "300,200"}, "ascending"},
+		{[]string{"--profile", "huge"}, "use short or full"},
+		{[]string{"--proxy-cpus", "a-b"}, "--proxy-cpus"},
+		{[]string{"--target", "mars"}, "--target"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			f, _, err := parseSweepFlags(tt.args, io.Discard)
+			if err == nil {
+				_, err = f.sweepOptions()
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+	if _, _, err := parseSweepFlags([]string{"stray"}, io.Discard); err == nil {
+		t.Fatal("stray arguments must be refused")
+	}
+}
+
+func TestSweepIDIsStableForTheSamePlan(t *testing.T) {
+	a, _ := sweepID("local", plan.Default())
+	b, _ := sweepID("local", plan.Default())
+	other := plan.Default()
+	other.Rounds = 2
+	c, _ := sweepID("local", other)
+	if a != b || a == c || !strings.HasPrefix(a, "local-") {
+		t.Fatalf("ids %s %s %s", a, b, c)
+	}
+}

@@ -1,0 +1,51 @@
+package precheck
+
+import (
+	"testing"
+
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
+)
+
+func TestChecksPerTier(t *testing.T) {
+	tests := []struct {
+		cfg         plan.Config
+		wantAttacks []string
+	}{
+		{plan.Config{Flavor: "envoy", Tier: "none", Shape: "get"}, nil},
+		{plan.Config{Flavor: "direct", Tier: "none", Shape: "json_1k"}, nil},
+		{plan.Config{Flavor: "waf", Tier: "headers-only", Shape: "get"}, []string{"admin path", "scanner user agent"}},
+		{plan.Config{Flavor: "waf", Tier: "targeted", Shape: "json_1k"}, []string{"admin path", "scanner user agent", "SQLi in the query",
+			"SQLi in a JSON body", "XSS in a JSON body", "known payload in a JSON field"}},
+		{plan.Config{Flavor: "waf", Tier: "full-crs-pl2", Shape: "get"}, []string{"scanner user agent", "SQLi in the query",
+			"SQLi in a JSON body", "XSS in a JSON body"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.cfg.ID(), func(t *testing.T) {
+			checks, err := Checks(tt.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(checks) == 0 || checks[0].WantStatus != 200 || checks[0].Name != "benign "+tt.cfg.Shape {
+				t.Fatalf("first check must be the benign shape: %+v", checks)
+			}
+			var attacks []string
+			for _, c := range checks[1:] {
+				if c.WantStatus != 403 {
+					t.Errorf("attack %q expects %d", c.Name, c.WantStatus)
+				}
+				attacks = append(attacks, c.Name)
+			}
+			if len(attacks) != len(tt.wantAttacks) {
+				t.Fatalf("attacks %v, want %v", attacks, tt.wantAttacks)
+			}
+			for i := range attacks {
+				if attacks[i] != tt.wantAttacks[i] {
+					t.Fatalf("attacks %v, want %v", attacks, tt.wantAttacks)
+				}
+			}
+		})
+	}
+	if _, err := Checks(plan.Config{Flavor: "waf", Tier: "full-crs", Shape: "xml"}); err == nil {
+		t.Fatal("an unknown shape must be an error")
+	}
+}

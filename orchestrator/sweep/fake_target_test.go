@@ -1,0 +1,71 @@
+package sweep
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wafsweep/wafsweep/orchestrator/dataset"
+	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
+	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
+	"github.com/wafsweep/wafsweep/orchestrator/target"
+)
+
+// deadTarget "deploys" a configuration whose URL has nothing listening:
+// a fake next to the real local target, to check the sweep's reaction.
+type deadTarget struct{ port int }
+
+func (d deadTarget) Name() string                 { return "fake" }
+func (d deadTarget) Describe() target.Description { return target.Description{} }
+func (d deadTarget) Deploy(context.Context, target.Deployment) (target.Deployed, error) {
+	return deadDeployment(d), nil
+}
+
+type deadDeployment struct{ port int }
+
+func (d deadDeployment) URL() string { return "http://127.0.0.1:" + strconv.Itoa(d.port) }
+func (d deadDeployment) RunLoad(ctx context.Context, s loadgen.Spec) (loadgen.Result, error) {
+	return loadgen.Run(ctx, s)
+}
+func (d deadDeployment) Usage() (target.Usage, error) {
+	return target.Usage{BackendCPUSeconds: -1}, nil
+}
+func (d deadDeployment) Restarted() bool   { return false }
+func (d deadDeployment) LoadgenCores() int { return 1 }
+func (d deadDeployment) Teardown() error   { return nil }
+
+// A sweep aimed at a port where nothing listens fails fast and says why.
+func TestDeadPortFailsFast(t *testing.T) {
+	port, err := envoyproc.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := tinyPlan()
+	p.Flavors = []string{plan.FlavorDirect}
+	p.Warmup, p.Measure = time.Second, 10*time.Second
+	out := t.TempDir()
+	start := time.Now()
+	err = Run(t.Context(), Options{Plan: p, Target: deadTarget{port}, SweepID: "dead", OutDir: out})
+	if took := time.Since(start); took > 15*time.Second {
+		t.Fatalf("took %v: a dead port must not cost whole steps", took)
+	}
+	steps, readErr := dataset.ReadSteps(out + "/" + StepsFile)
+	if readErr != nil {
+		t.Fatal(readErr)
+	}
+	if err == nil && (len(steps) == 0 || steps[0].Verdict != dataset.VerdictInvalid) {
+		t.Fatalf("a dead target was measured as %+v (err %v)", steps, err)
+	}
+	reason := ""
+	if err != nil {
+		reason = err.Error()
+	} else {
+		reason = strings.Join(steps[0].Reasons, ";")
+	}
+	if !strings.Contains(reason, "refused") && !strings.Contains(reason, "pre-check") {
+		t.Fatalf("the reason does not say the port is dead: %q", reason)
+	}
+}

@@ -1,0 +1,50 @@
+package local
+
+import (
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
+)
+
+func TestNewRejectsBadCPUAssignments(t *testing.T) {
+	n := runtime.NumCPU()
+	tests := []struct {
+		name    string
+		opts    Options
+		wantErr string
+	}{
+		{"CPU that does not exist", Options{EnvoyBinary: "/bin/true", ProxyCPUs: []int{n + 3}}, "does not exist"},
+		{"proxy shares the load generator's CPU", Options{EnvoyBinary: "/bin/true", ProxyCPUs: []int{0}, LoadgenCPUs: []int{0}}, "give the proxy its own cores"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(tt.opts)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestDefaultsSplitTheMachine(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs 2 CPUs")
+	}
+	l, err := New(Options{EnvoyBinary: "/bin/true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := l.Describe()
+	if d.CoreAssignment["proxy"] == "" || d.CoreAssignment["proxy"] == d.CoreAssignment["loadgen"] {
+		t.Fatalf("core assignment %v", d.CoreAssignment)
+	}
+	if len(d.Notes) == 0 || !strings.Contains(strings.Join(d.Notes, " "), "backend") {
+		t.Fatalf("an in-process backend must be noted: %v", d.Notes)
+	}
+	p := plan.Default()
+	if err := l.CheckModule(p); err == nil || !strings.Contains(err.Error(), "make build") {
+		t.Fatalf("a WAF plan without a module must name the fix: %v", err)
+	}
+}
