@@ -54,6 +54,8 @@ func newRunnerConfig(p *proxy) (*config.RunnerConfig, error) {
 
 // checkLoopbackOnly proves, before anything is sent, that every stage of
 // every test goes to Envoy on 127.0.0.1 once the overrides are applied.
+// Applying them writes the overridden values into the stages, which is what
+// the runner does to each stage anyway.
 func checkLoopbackOnly(rc *config.RunnerConfig, suite []*test.FTWTest, port int) error {
 	for _, file := range suite {
 		for _, tc := range file.Tests {
@@ -73,14 +75,14 @@ func checkLoopbackOnly(rc *config.RunnerConfig, suite []*test.FTWTest, port int)
 // runOutcome is what one pass over the suite produced.
 type runOutcome struct {
 	stats *runner.RunStats
-	// errors are test cases go-ftw could not finish (no response, no log
-	// marker); the runner counts them nowhere, so they are kept here.
+	// errors are test cases (by id) with a stage go-ftw could not finish
+	// (no response, no log marker); the runner counts them nowhere.
 	errors map[string]error
 }
 
-// runSuite runs the test cases one by one with go-ftw's runner. Calling
-// RunTest per case, rather than runner.Run over everything, keeps one
-// unanswered request from aborting the remaining thousands.
+// runSuite runs the units of loadSuite one by one with go-ftw's runner.
+// Calling RunTest per unit, rather than runner.Run over everything, keeps
+// one unanswered request from aborting the remaining thousands.
 func runSuite(rc *config.RunnerConfig, suite []*test.FTWTest) (runOutcome, error) {
 	level := zerolog.ErrorLevel
 	if os.Getenv(debugEnv) == "1" {
@@ -107,15 +109,17 @@ func runSuite(rc *config.RunnerConfig, suite []*test.FTWTest) (runOutcome, error
 		LogLines:     logLines,
 	}
 	out := runOutcome{stats: ctx.Stats, errors: map[string]error{}}
-	for _, tc := range suite {
-		err := runner.RunTest(ctx, tc)
-		switch {
-		case err == nil:
-		case err.Error() == "retry-once":
-			// A test marked retry_once fails this way on its second failure.
-			out.errors[tc.Tests[0].IdString()] = errors.New("failed, and failed again when retried once")
-		default:
-			out.errors[tc.Tests[0].IdString()] = fmt.Errorf("not finished: %w", err)
+	for _, unit := range suite {
+		err := runner.RunTest(ctx, unit)
+		id := unit.Tests[0].IdString()
+		if _, seen := out.errors[id]; err == nil || seen {
+			continue
+		}
+		if err.Error() == "retry-once" {
+			// go-ftw's plain error for a retry_once stage whose retry failed too.
+			out.errors[id] = errors.New("failed, and failed again when retried once")
+		} else {
+			out.errors[id] = fmt.Errorf("not finished: %w", err)
 		}
 	}
 	return out, nil

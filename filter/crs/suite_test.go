@@ -9,15 +9,22 @@ import (
 	"strings"
 
 	crstests "github.com/corazawaf/coraza-coreruleset/v4/tests"
+	schema "github.com/coreruleset/ftw-tests-schema/v2/types"
 	"github.com/coreruleset/go-ftw/v2/test"
 	"go.yaml.in/yaml/v3"
 )
 
 // loadSuite reads every test file of the embedded CRS regression suite and
-// splits the files into one FTWTest per test case, so that a test case
-// go-ftw cannot finish (it aborts on a request error) costs only itself.
+// splits it into one FTWTest per stage of each test case:
+//   - go-ftw aborts a whole run on a request error (no response, no log
+//     marker), so a unit that cannot finish must cost only itself;
+//   - go-ftw's RunTest scores a test case by its last stage only, so a
+//     failing earlier stage would pass unnoticed; classify fails a test case
+//     when any of its stages fails. Stages are independent requests unless
+//     one saves a cookie for the next, so such a test case stays whole (none
+//     in CRS v4.25.0 does).
 func loadSuite() ([]*test.FTWTest, error) {
-	var cases []*test.FTWTest
+	var units []*test.FTWTest
 	err := fs.WalkDir(crstests.FS, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
 			return err
@@ -30,20 +37,39 @@ func loadSuite() ([]*test.FTWTest, error) {
 		if err != nil {
 			return fmt.Errorf("parsing CRS test %s: %w", path, err)
 		}
-		for i := range file.Tests {
-			one := *file
-			one.Tests = file.Tests[i : i+1 : i+1]
-			cases = append(cases, &one)
+		for _, tc := range file.Tests {
+			for _, stages := range independentStages(tc) {
+				one := tc
+				one.Stages = stages
+				unit := *file
+				unit.Tests = []schema.Test{one}
+				units = append(units, &unit)
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	if len(cases) == 0 {
+	if len(units) == 0 {
 		return nil, fmt.Errorf("no test cases in the embedded CRS regression suite")
 	}
-	return cases, nil
+	return units, nil
+}
+
+// independentStages splits a test case's stages into runs that need no
+// state from each other.
+func independentStages(tc schema.Test) [][]schema.Stage {
+	for _, stage := range tc.Stages {
+		if stage.Input.SaveCookie != nil && *stage.Input.SaveCookie {
+			return [][]schema.Stage{tc.Stages}
+		}
+	}
+	runs := make([][]schema.Stage, 0, len(tc.Stages))
+	for i := range tc.Stages {
+		runs = append(runs, tc.Stages[i:i+1:i+1])
+	}
+	return runs
 }
 
 // ignoreGroups are the sections of testdata/ignored.yaml: who a known

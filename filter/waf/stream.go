@@ -28,6 +28,9 @@ type RequestHead struct {
 	Conn Connection
 	// Method, Path (with query) and Authority come from the pseudo-headers.
 	Method, Path, Authority string
+	// HasAuthority tells an empty :authority (a client's empty Host) from
+	// none at all: CRS scores the two differently (920290 vs 920280).
+	HasAuthority bool
 	// Protocol as Envoy names it: "HTTP/1.0", "HTTP/1.1", "HTTP/2", "HTTP/3".
 	Protocol string
 	// Headers are the regular (non-pseudo) headers.
@@ -142,11 +145,11 @@ func (s *Stream) OnRequestHeaders(req RequestHead) Decision {
 	s.streaming = isStreamingRequest(req)
 
 	s.tx.ProcessConnection(req.Conn.ClientIP, req.Conn.ClientPort, req.Conn.ServerIP, req.Conn.ServerPort)
-	s.tx.ProcessURI(req.Path, req.Method, s.protocol)
+	s.tx.ProcessURI(requestTarget(req), req.Method, s.protocol)
 	for _, h := range req.Headers {
 		s.tx.AddRequestHeader(h.Name, h.Value)
 	}
-	if req.Authority != "" {
+	if req.Authority != "" || req.HasAuthority {
 		// Envoy keeps Host in :authority; rules look for REQUEST_HEADERS:Host.
 		s.tx.AddRequestHeader("Host", req.Authority)
 		s.tx.SetServerName(hostWithoutPort(req.Authority))
@@ -429,6 +432,16 @@ func corazaProtocol(p string) string {
 	default:
 		return p
 	}
+}
+
+// requestTarget is the request line's target. CONNECT has no :path: its
+// target is the authority (RFC 9110 9.3.6), not an empty string that would
+// make the request line look malformed (CRS 920100).
+func requestTarget(req RequestHead) string {
+	if req.Path == "" && req.Method == "CONNECT" {
+		return req.Authority
+	}
+	return req.Path
 }
 
 // isStreamingRequest reports requests whose bodies are open-ended streams:

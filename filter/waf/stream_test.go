@@ -397,3 +397,28 @@ func TestArgumentFloodIsRejected(t *testing.T) {
 		t.Fatalf("a JSON body of 1,500 arguments must be rejected by rule 200005: %+v", d.Reply)
 	}
 }
+
+func TestRequestLineReachesCoraza(t *testing.T) {
+	cfg := Config{Directives: []string{"SecRuleEngine On",
+		`SecRule REQUEST_LINE "@streq CONNECT api.test:443 HTTP/1.1" "id:9101,phase:1,deny,status:418,log"`,
+		`SecRule &REQUEST_HEADERS:Host "@eq 1" "id:9102,phase:1,deny,status:419,log,chain"`,
+		`SecRule REQUEST_HEADERS:Host "@rx ^$" ""`}}
+	cfg.applyDefaults()
+	e := mustEngine(t, cfg)
+	connect := get("")
+	connect.Method, connect.Authority, connect.HasAuthority = "CONNECT", "api.test:443", true
+	emptyHost := get("/")
+	emptyHost.Authority, emptyHost.HasAuthority = "", true
+	for _, tt := range []struct {
+		name string
+		req  RequestHead
+		want int
+	}{{"CONNECT targets the authority", connect, 418}, {"an empty Host is still a Host", emptyHost, 419}} {
+		t.Run(tt.name, func(t *testing.T) {
+			d, _, _ := run(t, cfg, e, tt.req, nil, 0)
+			if d.Action != Reply || d.Reply.Status != tt.want {
+				t.Fatalf("decision %+v, want status %d", d, tt.want)
+			}
+		})
+	}
+}

@@ -110,7 +110,7 @@ func (s stream) requestHead(endOfStream bool) waf.RequestHead {
 		case ":path":
 			req.Path = h.Value
 		case ":authority":
-			req.Authority = h.Value
+			req.Authority, req.HasAuthority = h.Value, true
 		case "x-request-id":
 			req.RequestID = h.Value
 			req.Headers = append(req.Headers, h)
@@ -140,13 +140,18 @@ func (s stream) responseHead() (int, []waf.Header) {
 	return status, fields
 }
 
-func (s stream) raiseBufferLimit(limit uint64) {
-	if limit == 0 {
-		return
+// raiseBufferLimit raises the stream's buffer limit to at least limit and
+// returns the previous one (0 when nothing changed).
+func (s stream) raiseBufferLimit(limit uint64) (previous uint64) {
+	current := uint64(C.envoy_dynamic_module_callback_http_get_buffer_limit(s.ptr))
+	if limit == 0 || (current != 0 && current >= limit) {
+		return 0
 	}
-	if current := uint64(C.envoy_dynamic_module_callback_http_get_buffer_limit(s.ptr)); current != 0 && current >= limit {
-		return
-	}
+	C.envoy_dynamic_module_callback_http_set_buffer_limit(s.ptr, C.uint64_t(limit))
+	return current
+}
+
+func (s stream) setBufferLimit(limit uint64) {
 	C.envoy_dynamic_module_callback_http_set_buffer_limit(s.ptr, C.uint64_t(limit))
 }
 

@@ -127,6 +127,7 @@ func envoy_dynamic_module_on_http_filter_request_body(envoyPtr C.envoy_dynamic_m
 	if f.failed {
 		return closedOrOpen(f, reqBodyStop, reqBodyContinue)
 	}
+	f.restoreBufferLimit(s)
 	if f.stream == nil || f.replied {
 		return reqBodyContinue
 	}
@@ -188,6 +189,7 @@ func envoy_dynamic_module_on_http_filter_response_body(envoyPtr C.envoy_dynamic_
 	if f.failed || f.replied || f.stream == nil {
 		return respBodyContinue
 	}
+	f.restoreBufferLimit(s)
 	d := f.stream.OnResponseBody(s.bodyFrames(C.BODY_RECEIVED_RESPONSE), bool(endOfStream))
 	return pickBody(f.apply(s, d), respBodyContinue, respBodyBuffer, respBodyStop)
 }
@@ -255,7 +257,14 @@ func envoy_dynamic_module_on_http_filter_destroy(modulePtr C.envoy_dynamic_modul
 func (f *httpFilter) apply(s stream, d waf.Decision) waf.Action {
 	switch d.Action {
 	case waf.Hold:
-		s.raiseBufferLimit(d.BufferLimit)
+		if previous := s.raiseBufferLimit(d.BufferLimit); previous != 0 {
+			f.restoreLimit = previous
+		}
+	case waf.Continue:
+		// Once the verdict is in, the rest of the stream needs no large
+		// buffer. The limit cannot drop in this hook (Envoy still holds the
+		// released body and would answer 413), so the next frame restores it.
+		f.restorePending = f.restoreLimit != 0
 	case waf.Reply:
 		f.replied = true
 		if v := d.Reply.Verdict; v != nil {
@@ -268,6 +277,16 @@ func (f *httpFilter) apply(s stream, d waf.Decision) waf.Action {
 		s.sendReply(d.Reply)
 	}
 	return d.Action
+}
+
+// restoreBufferLimit puts back Envoy's own buffer limit after a held body
+// was released, so flow control (not a WAF-sized buffer) paces the rest of
+// a large body.
+func (f *httpFilter) restoreBufferLimit(s stream) {
+	if f.restorePending {
+		s.setBufferLimit(f.restoreLimit)
+		f.restorePending, f.restoreLimit = false, 0
+	}
 }
 
 func (f *httpFilter) namespace() string { return f.config.filter.Settings().MetadataNamespace }

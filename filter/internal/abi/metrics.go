@@ -18,12 +18,12 @@ import (
 // With metrics_namespace "corazawaf" they appear in /stats as
 // corazawaf.<name> and in /stats/prometheus with their labels.
 type metrics struct {
-	transactions  C.size_t // counter: streams inspected
-	blocked       C.size_t // counter{phase, rule_id}: streams interrupted
-	detected      C.size_t // counter{phase, rule_id}: DetectionOnly would-be interruptions
-	errors        C.size_t // counter{kind}: Coraza errors and panics
-	inspectionUS  C.size_t // histogram: µs inside Coraza per stream
-	bypassed      C.size_t // counter: streams with the WAF off for their route
+	transactions C.size_t // counter: streams inspected
+	blocked      C.size_t // counter{phase, rule_id}: streams interrupted
+	detected     C.size_t // counter{phase, rule_id}: DetectionOnly would-be interruptions
+	errors       C.size_t // counter{kind}: Coraza errors and panics
+	inspectionUS C.size_t // histogram: µs inside Coraza per stream
+	bypassed     C.size_t // counter: streams with the WAF off for their route
 }
 
 func defineMetrics(cfg C.envoy_dynamic_module_type_http_filter_config_envoy_ptr) (*metrics, error) {

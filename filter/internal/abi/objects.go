@@ -27,6 +27,10 @@ type httpFilter struct {
 	failed   bool
 	replied  bool // a local reply was sent for this stream
 	complete bool // stream_complete ran
+	// restoreLimit is Envoy's buffer limit from before the filter raised it
+	// to hold a body for inspection (0: not raised).
+	restoreLimit   uint64
+	restorePending bool // the body was released: restore on the next frame
 }
 
 // objectOf returns the Go object behind a module pointer Envoy handed back.

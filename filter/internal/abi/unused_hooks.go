@@ -37,7 +37,8 @@ func envoy_dynamic_module_on_http_filter_http_stream_trailers(p0, p1 C.uintptr_t
 func envoy_dynamic_module_on_http_filter_http_stream_complete(p0, p1 C.uintptr_t, p2 C.uint64_t) {}
 
 //export envoy_dynamic_module_on_http_filter_http_stream_reset
-func envoy_dynamic_module_on_http_filter_http_stream_reset(p0, p1 C.uintptr_t, p2 C.uint64_t, p3 C.int) {}
+func envoy_dynamic_module_on_http_filter_http_stream_reset(p0, p1 C.uintptr_t, p2 C.uint64_t, p3 C.int) {
+}
 
 //export envoy_dynamic_module_on_http_filter_config_http_callout_done
 func envoy_dynamic_module_on_http_filter_config_http_callout_done(p0, p1 C.uintptr_t, p2 C.uint64_t, p3 C.int, p4 C.uintptr_t, p5 C.size_t, p6 C.uintptr_t, p7 C.size_t) {
@@ -56,16 +57,20 @@ func envoy_dynamic_module_on_http_filter_config_http_stream_trailers(p0, p1 C.ui
 }
 
 //export envoy_dynamic_module_on_http_filter_config_http_stream_complete
-func envoy_dynamic_module_on_http_filter_config_http_stream_complete(p0, p1 C.uintptr_t, p2 C.uint64_t) {}
+func envoy_dynamic_module_on_http_filter_config_http_stream_complete(p0, p1 C.uintptr_t, p2 C.uint64_t) {
+}
 
 //export envoy_dynamic_module_on_http_filter_config_http_stream_reset
-func envoy_dynamic_module_on_http_filter_config_http_stream_reset(p0, p1 C.uintptr_t, p2 C.uint64_t, p3 C.int) {}
+func envoy_dynamic_module_on_http_filter_config_http_stream_reset(p0, p1 C.uintptr_t, p2 C.uint64_t, p3 C.int) {
+}
 
 //export envoy_dynamic_module_on_http_filter_downstream_above_write_buffer_high_watermark
-func envoy_dynamic_module_on_http_filter_downstream_above_write_buffer_high_watermark(p0, p1 C.uintptr_t) {}
+func envoy_dynamic_module_on_http_filter_downstream_above_write_buffer_high_watermark(p0, p1 C.uintptr_t) {
+}
 
 //export envoy_dynamic_module_on_http_filter_downstream_below_write_buffer_low_watermark
-func envoy_dynamic_module_on_http_filter_downstream_below_write_buffer_low_watermark(p0, p1 C.uintptr_t) {}
+func envoy_dynamic_module_on_http_filter_downstream_below_write_buffer_low_watermark(p0, p1 C.uintptr_t) {
+}
 
 // local_reply is told about every local reply (ours and Envoy's); the
 // default is to let it go out.
