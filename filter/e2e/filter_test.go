@@ -203,7 +203,8 @@ func TestMetricsAndMetadata(t *testing.T) {
 	p.do(t, request{path: "/admin"})
 	eventually(t, "counters", func() bool {
 		s := p.stats(t)
-		return s["corazawaf.transactions"] >= 2 && s["corazawaf.blocked.phase.request_headers.rule_id.101"] == 1
+		return s["corazawaf.transactions"] >= 2 && s["corazawaf.blocked.phase.request_headers.rule_id.101"] == 1 &&
+			s["corazawaf.go_goroutines"] > 0
 	})
 	prom := p.prometheus(t)
 	for _, want := range []string{"corazawaf_transactions", `corazawaf_blocked{phase="request_headers",rule_id="101"} 1`, "corazawaf_inspection_time_us"} {

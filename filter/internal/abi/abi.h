@@ -68,6 +68,12 @@ envoy_dynamic_module_type_metrics_result envoy_dynamic_module_callback_http_filt
 envoy_dynamic_module_type_metrics_result envoy_dynamic_module_callback_http_filter_config_define_histogram(
     envoy_dynamic_module_type_http_filter_config_envoy_ptr config, envoy_dynamic_module_type_module_buffer name,
     envoy_dynamic_module_type_module_buffer* label_names, size_t label_names_length, size_t* histogram_id);
+envoy_dynamic_module_type_metrics_result envoy_dynamic_module_callback_http_filter_config_define_gauge(
+    envoy_dynamic_module_type_http_filter_config_envoy_ptr config, envoy_dynamic_module_type_module_buffer name,
+    envoy_dynamic_module_type_module_buffer* label_names, size_t label_names_length, size_t* gauge_id);
+envoy_dynamic_module_type_metrics_result envoy_dynamic_module_callback_http_filter_set_gauge(
+    envoy_dynamic_module_type_http_filter_envoy_ptr filter, size_t id, envoy_dynamic_module_type_module_buffer* label_values,
+    size_t label_values_length, uint64_t value);
 envoy_dynamic_module_type_metrics_result envoy_dynamic_module_callback_http_filter_increment_counter(
     envoy_dynamic_module_type_http_filter_envoy_ptr filter, size_t id, envoy_dynamic_module_type_module_buffer* label_values,
     size_t label_values_length, uint64_t value);

@@ -8,6 +8,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 
 	"github.com/wafsweep/wafsweep/filter/waf"
@@ -24,22 +25,31 @@ type metrics struct {
 	errors       C.size_t // counter{kind}: Coraza errors and panics
 	inspectionUS C.size_t // histogram: µs inside Coraza per stream
 	bypassed     C.size_t // counter: streams with the WAF off for their route
+	goroutines   C.size_t // gauge: goroutines of the module's Go runtime (leak watch)
 }
+
+// Metric kinds, as the C helper wafsweep_define_metric takes them.
+const (
+	counterMetric   = 0
+	histogramMetric = 1
+	gaugeMetric     = 2
+)
 
 func defineMetrics(cfg C.envoy_dynamic_module_type_http_filter_config_envoy_ptr) (*metrics, error) {
 	m := &metrics{}
 	defs := []struct {
-		id        *C.size_t
-		name      string
-		histogram bool
-		labels    []string
+		id     *C.size_t
+		name   string
+		kind   C.int
+		labels []string
 	}{
-		{&m.transactions, "transactions", false, nil},
-		{&m.blocked, "blocked", false, []string{"phase", "rule_id"}},
-		{&m.detected, "detected", false, []string{"phase", "rule_id"}},
-		{&m.errors, "errors", false, []string{"kind"}},
-		{&m.inspectionUS, "inspection_time_us", true, nil},
-		{&m.bypassed, "bypassed", false, nil},
+		{&m.transactions, "transactions", counterMetric, nil},
+		{&m.blocked, "blocked", counterMetric, []string{"phase", "rule_id"}},
+		{&m.detected, "detected", counterMetric, []string{"phase", "rule_id"}},
+		{&m.errors, "errors", counterMetric, []string{"kind"}},
+		{&m.inspectionUS, "inspection_time_us", histogramMetric, nil},
+		{&m.bypassed, "bypassed", counterMetric, nil},
+		{&m.goroutines, "go_goroutines", gaugeMetric, nil},
 	}
 	var errs []error
 	for _, d := range defs {
@@ -50,11 +60,7 @@ func defineMetrics(cfg C.envoy_dynamic_module_type_http_filter_config_envoy_ptr)
 		if len(d.labels) > 1 {
 			l2 = d.labels[1]
 		}
-		hist := C.int(0)
-		if d.histogram {
-			hist = 1
-		}
-		res := C.wafsweep_define_metric(cfg, hist, cstr(d.name), C.size_t(len(d.name)),
+		res := C.wafsweep_define_metric(cfg, d.kind, cstr(d.name), C.size_t(len(d.name)),
 			cstr(l1), C.size_t(len(l1)), cstr(l2), C.size_t(len(l2)), C.size_t(len(d.labels)), d.id)
 		if res != C.METRICS_SUCCESS {
 			errs = append(errs, fmt.Errorf("defining metric %s: result %d", d.name, int(res)))
@@ -65,6 +71,7 @@ func defineMetrics(cfg C.envoy_dynamic_module_type_http_filter_config_envoy_ptr)
 
 // record writes a finished stream's outcome.
 func (m *metrics) record(s stream, o waf.Outcome) {
+	C.envoy_dynamic_module_callback_http_filter_set_gauge(s.ptr, m.goroutines, nil, 0, C.uint64_t(runtime.NumGoroutine()))
 	if !o.Inspected {
 		C.envoy_dynamic_module_callback_http_filter_increment_counter(s.ptr, m.bypassed, nil, 0, 1)
 		return
