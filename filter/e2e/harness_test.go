@@ -62,6 +62,7 @@ type proxyOptions struct {
 	routes   []envoyconfig.Route
 	module   string // path; default the release module
 	logLevel string
+	asStruct bool // pass config as a google.protobuf.Struct
 }
 
 // startProxy starts backend and Envoy; both are stopped when the test ends.
@@ -98,7 +99,7 @@ func tryStartProxy(t testing.TB, o proxyOptions) (*proxy, error) {
 	p := &proxy{backend: be, port: ports[0], logPath: filepath.Join(dir, "envoy.log"), accLog: filepath.Join(dir, "access.log")}
 	bootstrap, err := envoyconfig.Build(envoyconfig.Options{
 		AdminPort: ports[1], ListenPort: ports[0], UpstreamPort: be.Port(), Routes: o.routes,
-		WAF:           &envoyconfig.WAFFilter{ModulePath: o.module, ConfigJSON: o.config},
+		WAF:           &envoyconfig.WAFFilter{ModulePath: o.module, ConfigJSON: o.config, ConfigAsStruct: o.asStruct},
 		AccessLogPath: p.accLog,
 	})
 	if err != nil {

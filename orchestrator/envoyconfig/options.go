@@ -76,6 +76,9 @@ type WAFFilter struct {
 	ConfigJSON string
 	// MetricsNamespace prefixes the module's metrics; default "corazawaf".
 	MetricsNamespace string
+	// ConfigAsStruct passes ConfigJSON as a google.protobuf.Struct instead
+	// of a StringValue (Envoy gives the module the same JSON either way).
+	ConfigAsStruct bool
 }
 
 // Route sends a path prefix to the backend.

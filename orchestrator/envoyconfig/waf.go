@@ -7,7 +7,9 @@ import (
 	dynamicmodulesv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/dynamic_modules/v3"
 	dmfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/dynamic_modules/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -32,8 +34,25 @@ func stringConfig(json string) (*anypb.Any, error) {
 	return toAny(wrapperspb.String(json))
 }
 
+// structConfig wraps JSON as a google.protobuf.Struct, which Envoy hands to
+// the module re-serialized as JSON: the form YAML users write by hand.
+func structConfig(json string) (*anypb.Any, error) {
+	var st structpb.Struct
+	if err := protojson.Unmarshal([]byte(json), &st); err != nil {
+		return nil, fmt.Errorf("filter config is not a JSON object: %w", err)
+	}
+	return toAny(&st)
+}
+
+func filterConfigAny(w WAFFilter) (*anypb.Any, error) {
+	if w.ConfigAsStruct {
+		return structConfig(w.ConfigJSON)
+	}
+	return stringConfig(w.ConfigJSON)
+}
+
 func buildWAFHTTPFilter(w WAFFilter) (*hcmv3.HttpFilter, error) {
-	filterConfig, err := stringConfig(w.ConfigJSON)
+	filterConfig, err := filterConfigAny(w)
 	if err != nil {
 		return nil, fmt.Errorf("envoyconfig: wrap WAF config: %w", err)
 	}
