@@ -161,3 +161,24 @@ func TestAxis(t *testing.T) {
 		}
 	}
 }
+
+func TestAutoLogAxes(t *testing.T) {
+	wide := LineChart{Series: []Series{{Name: "a", Points: []Point{{50, 48}, {1000, 990}, {10000, 9800}}}}}
+	wide.AutoLog()
+	narrow := LineChart{Series: []Series{{Name: "a", Points: []Point{{1000, 990}, {4000, 3990}}}}}
+	narrow.AutoLog()
+	if !wide.LogX || !wide.LogY || narrow.LogX || narrow.LogY {
+		t.Fatalf("wide %v/%v narrow %v/%v", wide.LogX, wide.LogY, narrow.LogX, narrow.LogY)
+	}
+	a := newLogAxis(50, 10000, 0, 300)
+	if a.lo != 10 || a.hi != 10000 || a.pos(10) != 0 || a.pos(10000) != 300 || math.Abs(a.pos(100)-100) > 1e-9 {
+		t.Fatalf("log axis %+v pos(100)=%v", a, a.pos(100))
+	}
+	ticks := a.ticks()
+	if ticks[0] != 10 || ticks[len(ticks)-1] != 10000 || len(ticks) != 10 {
+		t.Fatalf("ticks %v", ticks)
+	}
+	if svg := parseSVG(t, wide.SVG()); svg.root != "svg" {
+		t.Fatalf("root %q", svg.root)
+	}
+}

@@ -183,6 +183,7 @@ func achievedPlot(rows []dataset.StepRow, summary []dataset.KneeRow, flavors []s
 			chart.Markers = append(chart.Markers, kneeMarkers(summary, f, tier, shape, f)...)
 		}
 	}
+	chart.AutoLog()
 	return plot{file: plotFile("achieved", tier, shape), title: chart.Title, svg: chart.SVG()}
 }
 
@@ -203,6 +204,7 @@ func latencyPlot(rows []dataset.StepRow, summary []dataset.KneeRow, flavors []st
 			Series{Name: f + " p50", Points: p50, Color: color, Dashed: true})
 		chart.Markers = append(chart.Markers, kneeMarkers(summary, f, tier, shape, f+" p99")...)
 	}
+	chart.AutoLog()
 	return plot{file: plotFile("latency", tier, shape), title: chart.Title, svg: chart.SVG()}
 }
 
@@ -217,6 +219,7 @@ func coresPlot(rows []dataset.StepRow, summary []dataset.KneeRow, flavors []stri
 			chart.Markers = append(chart.Markers, kneeMarkers(summary, f, tier, shape, f)...)
 		}
 	}
+	chart.AutoLog()
 	return plot{file: plotFile("cores", tier, shape), title: chart.Title, svg: chart.SVG()}
 }
 

@@ -29,6 +29,8 @@ type LineChart struct {
 	Series                []Series
 	Markers               []Marker
 	Width, Height         int // pixels; 0 means 760 x 420
+	// LogX and LogY draw that axis logarithmically (positive values only).
+	LogX, LogY bool
 }
 
 const (
@@ -44,13 +46,18 @@ func (c LineChart) SVG() []byte {
 	w, h := c.size()
 	d := newSVG(w, h)
 	d.text(float64(w)/2, 22, "middle", c.Title, ` font-size="15" font-weight="bold"`)
-	maxX, maxY, found := c.extent()
+	minX, maxX, minY, maxY, found := c.extent()
 	if !found {
 		d.text(float64(w)/2, float64(h)/2, "middle", "no data", ` fill="#777777"`)
 		return d.bytes()
 	}
-	x := newAxis(maxX, marginLeft, float64(w)-marginRight)
-	y := newAxis(maxY, float64(h)-marginBottom, marginTop)
+	var x, y scale = newAxis(maxX, marginLeft, float64(w)-marginRight), newAxis(maxY, float64(h)-marginBottom, marginTop)
+	if c.LogX && minX > 0 {
+		x = newLogAxis(minX, maxX, marginLeft, float64(w)-marginRight)
+	}
+	if c.LogY && minY > 0 {
+		y = newLogAxis(minY, maxY, float64(h)-marginBottom, marginTop)
+	}
 	c.drawAxes(d, x, y)
 	colors := c.colors()
 	for i, s := range c.Series {
@@ -68,20 +75,60 @@ func (c LineChart) size() (int, int) {
 	return 760, 420
 }
 
-// extent is the largest x (markers included) and y over the measured points.
-func (c LineChart) extent() (maxX, maxY float64, found bool) {
+// extent is the range of x (markers included) and y over the measured
+// points; the minimums only count positive values (for log axes).
+func (c LineChart) extent() (minX, maxX, minY, maxY float64, found bool) {
+	minX, minY = math.Inf(1), math.Inf(1)
 	for _, s := range c.Series {
 		for _, p := range s.Points {
 			if math.IsNaN(p.Y) || math.IsNaN(p.X) {
 				continue
 			}
 			maxX, maxY, found = math.Max(maxX, p.X), math.Max(maxY, p.Y), true
+			if p.X > 0 {
+				minX = math.Min(minX, p.X)
+			}
+			if p.Y > 0 {
+				minY = math.Min(minY, p.Y)
+			}
 		}
 	}
 	for _, m := range c.Markers {
 		maxX = math.Max(maxX, m.X)
+		if m.X > 0 {
+			minX = math.Min(minX, m.X)
+		}
 	}
-	return maxX, maxY, found
+	return minX, maxX, minY, maxY, found
+}
+
+// AutoLog switches an axis to a logarithmic scale when its positive values
+// spread over more than 20 times: a sweep's rates and latencies often do.
+func (c *LineChart) AutoLog() {
+	const wide = 20
+	if lo, hi := minMax(c.Series, true); logWorthy(lo, hi, wide) {
+		c.LogX = true
+	}
+	if lo, hi := minMax(c.Series, false); logWorthy(lo, hi, wide) {
+		c.LogY = true
+	}
+}
+
+// minMax is the range of the positive, non-NaN values of a set of series.
+func minMax(series []Series, ofX bool) (lo, hi float64) {
+	lo = math.Inf(1)
+	for _, s := range series {
+		for _, p := range s.Points {
+			v := p.Y
+			if ofX {
+				v = p.X
+			}
+			if v > 0 && !math.IsNaN(v) {
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+			}
+		}
+	}
+	return lo, hi
 }
 
 func (c LineChart) colors() []string {
@@ -95,16 +142,19 @@ func (c LineChart) colors() []string {
 	return colors
 }
 
-func (c LineChart) drawAxes(d *svgDoc, x, y axis) {
-	for _, t := range y.ticks() {
-		py := y.pos(t)
+func (c LineChart) drawAxes(d *svgDoc, xs, ys scale) {
+	var x, y struct{ from, to float64 }
+	x.from, x.to = xs.span()
+	y.from, y.to = ys.span()
+	for _, t := range ys.ticks() {
+		py := ys.pos(t)
 		d.line(x.from, py, x.to, py, "#e5e5e5", 1, "")
-		d.text(x.from-6, py+4, "end", y.label(t), "")
+		d.text(x.from-6, py+4, "end", ys.label(t), "")
 	}
-	for _, t := range x.ticks() {
-		px := x.pos(t)
+	for _, t := range xs.ticks() {
+		px := xs.pos(t)
 		d.line(px, y.from, px, y.from+5, "#333333", 1, "")
-		d.text(px, y.from+18, "middle", x.label(t), "")
+		d.text(px, y.from+18, "middle", xs.label(t), "")
 	}
 	d.line(x.from, y.from, x.to, y.from, "#333333", 1, "")
 	d.line(x.from, y.from, x.from, y.to, "#333333", 1, "")
@@ -114,7 +164,7 @@ func (c LineChart) drawAxes(d *svgDoc, x, y axis) {
 		num(18), num(midY), num(18), num(midY), esc(c.YLabel))
 }
 
-func drawSeries(d *svgDoc, s Series, color string, x, y axis) {
+func drawSeries(d *svgDoc, s Series, color string, x, y scale) {
 	var pts []xy
 	for _, p := range s.Points {
 		if !math.IsNaN(p.X) && !math.IsNaN(p.Y) {
@@ -133,7 +183,9 @@ func drawSeries(d *svgDoc, s Series, color string, x, y axis) {
 	}
 }
 
-func (c LineChart) drawMarkers(d *svgDoc, x, y axis, colors []string) {
+func (c LineChart) drawMarkers(d *svgDoc, x, y scale, colors []string) {
+	xFrom, xTo := x.span()
+	yFrom, yTo := y.span()
 	for i, m := range c.Markers {
 		color := "#555555"
 		for j, s := range c.Series {
@@ -142,14 +194,14 @@ func (c LineChart) drawMarkers(d *svgDoc, x, y axis, colors []string) {
 			}
 		}
 		px := x.pos(m.X)
-		d.line(px, y.from, px, y.to, color, 1.5, "3 3")
+		d.line(px, yFrom, px, yTo, color, 1.5, "3 3")
 		// Labels go inside the plot (left of markers in its right half) and
 		// are staggered so markers at nearby rates stay readable.
 		lx, anchor := px+3, "start"
-		if px > (x.from+x.to)/2 {
+		if px > (xFrom+xTo)/2 {
 			lx, anchor = px-3, "end"
 		}
-		d.text(lx, y.to+12+float64(i%4)*13, anchor, m.Label, ` font-size="10" fill="`+color+`"`)
+		d.text(lx, yTo+12+float64(i%4)*13, anchor, m.Label, ` font-size="10" fill="`+color+`"`)
 	}
 }
 
