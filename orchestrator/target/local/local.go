@@ -17,6 +17,8 @@ import (
 	"github.com/wafsweep/wafsweep/orchestrator/envoyconfig"
 	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
 	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
+	"github.com/wafsweep/wafsweep/orchestrator/nginxconfig"
+	"github.com/wafsweep/wafsweep/orchestrator/nginxproc"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
 	"github.com/wafsweep/wafsweep/orchestrator/procstat"
 	"github.com/wafsweep/wafsweep/orchestrator/target"
@@ -35,11 +37,20 @@ type Options struct {
 	BackendCommand []string
 	// PinSelf pins this process (the load generator) to LoadgenCPUs.
 	PinSelf bool
+	// Nginx is the nginx and ModSecurity connector of the
+	// nginx-modsecurity flavor; empty fields mean nginxconfig.Find().
+	Nginx nginxconfig.Installation
 }
 
 // Local deploys configurations as local processes.
 type Local struct {
 	opts Options
+	// envoyErr is why no Envoy binary was found: only flavors that run
+	// Envoy need one, so it is reported when such a flavor is planned.
+	envoyErr error
+	// nginxPlanned is set by CheckModule, so Describe records nginx's
+	// versions only in sweeps that use it.
+	nginxPlanned bool
 }
 
 // New validates the options and fills in defaults.
@@ -67,12 +78,9 @@ func New(opts Options) (*Local, error) {
 			errs = append(errs, fmt.Errorf("--proxy-cpus and --loadgen-cpus share CPU %d: give the proxy its own cores", c))
 		}
 	}
+	var envoyErr error
 	if opts.EnvoyBinary == "" {
-		bin, err := envoyproc.FindBinary()
-		if err != nil {
-			errs = append(errs, err)
-		}
-		opts.EnvoyBinary = bin
+		opts.EnvoyBinary, envoyErr = envoyproc.FindBinary()
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -82,7 +90,7 @@ func New(opts Options) (*Local, error) {
 			return nil, err
 		}
 	}
-	return &Local{opts: opts}, nil
+	return &Local{opts: opts, envoyErr: envoyErr}, nil
 }
 
 func span(lo, hi int) []int {
@@ -109,22 +117,40 @@ func (l *Local) Describe() target.Description {
 	if slices.Equal(l.opts.LoadgenCPUs, l.opts.BackendCPUs) {
 		d.Notes = append(d.Notes, "load generator and backend share CPUs "+procstat.FormatCPUList(l.opts.LoadgenCPUs))
 	}
+	if l.nginxPlanned {
+		d.Notes = append(d.Notes, nginxNotes(l.opts.Nginx)...)
+	}
 	return d
 }
 
-// CheckModule fails early when a WAF flavor is planned without a module.
+// CheckModule fails early, before anything starts, when a planned flavor
+// lacks what it runs: Envoy, the corazawaf module, or nginx with the
+// ModSecurity connector. Every problem is reported with its fix.
 func (l *Local) CheckModule(p plan.Plan) error {
+	var errs []error
+	envoyReported := false
 	for _, f := range p.Flavors {
+		switch f {
+		case plan.FlavorEnvoy, plan.FlavorWAF, plan.FlavorWAFAccelerated:
+			if l.envoyErr != nil && !envoyReported {
+				errs = append(errs, fmt.Errorf("flavor %s: %w", f, l.envoyErr))
+				envoyReported = true
+			}
+		case plan.FlavorNginxModSecurity:
+			l.nginxPlanned = true
+			if _, err := l.nginxInstallation(); err != nil {
+				errs = append(errs, fmt.Errorf("flavor %s: %w", f, err))
+			}
+		}
 		if plan.HasWAF(f) && f != plan.FlavorNginxModSecurity {
 			if l.opts.ModulePath == "" {
-				return fmt.Errorf("flavor %s needs the corazawaf module: run `make build` or pass --module", f)
-			}
-			if _, err := os.Stat(l.opts.ModulePath); err != nil {
-				return fmt.Errorf("flavor %s: module %s: %w (run `make build`)", f, l.opts.ModulePath, err)
+				errs = append(errs, fmt.Errorf("flavor %s needs the corazawaf module: run `make build` or pass --module", f))
+			} else if _, err := os.Stat(l.opts.ModulePath); err != nil {
+				errs = append(errs, fmt.Errorf("flavor %s: module %s: %w (run `make build`)", f, l.opts.ModulePath, err))
 			}
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Deploy implements target.Target.
@@ -134,11 +160,18 @@ func (l *Local) Deploy(ctx context.Context, d target.Deployment) (target.Deploye
 		return nil, fmt.Errorf("starting the backend: %w", err)
 	}
 	dep := &deployed{local: l, backend: be}
-	if d.Config.Flavor == plan.FlavorDirect {
+	switch d.Config.Flavor {
+	case plan.FlavorDirect:
 		dep.url = "http://" + be.addr()
 		return dep, nil
+	case plan.FlavorEnvoy, plan.FlavorWAF:
+		err = dep.startEnvoy(ctx, d)
+	case plan.FlavorNginxModSecurity:
+		err = dep.startNginx(ctx, d)
+	default:
+		err = fmt.Errorf("flavor %s is not available on the local target yet", d.Config.Flavor)
 	}
-	if err := dep.startEnvoy(ctx, d); err != nil {
+	if err != nil {
 		dep.Teardown()
 		return nil, err
 	}
@@ -146,10 +179,8 @@ func (l *Local) Deploy(ctx context.Context, d target.Deployment) (target.Deploye
 }
 
 func (d *deployed) startEnvoy(ctx context.Context, dep target.Deployment) error {
-	switch dep.Config.Flavor {
-	case plan.FlavorEnvoy, plan.FlavorWAF:
-	default:
-		return fmt.Errorf("flavor %s is not available on the local target yet", dep.Config.Flavor)
+	if d.local.envoyErr != nil {
+		return d.local.envoyErr
 	}
 	ports, err := envoyproc.FreePorts(2)
 	if err != nil {
@@ -183,6 +214,7 @@ type deployed struct {
 	local   *Local
 	backend runningBackend
 	envoy   *envoyproc.Process
+	nginx   *nginxproc.Process
 	url     string
 }
 
@@ -196,6 +228,9 @@ func (d *deployed) RunLoad(ctx context.Context, spec loadgen.Spec) (loadgen.Resu
 
 func (d *deployed) Usage() (target.Usage, error) {
 	u := target.Usage{BackendCPUSeconds: d.backend.cpuSeconds()}
+	if d.nginx != nil {
+		return d.nginxUsage(u)
+	}
 	if d.envoy == nil {
 		return u, nil
 	}
@@ -211,12 +246,17 @@ func (d *deployed) Usage() (target.Usage, error) {
 	return u, nil
 }
 
-func (d *deployed) Restarted() bool { return d.envoy != nil && d.envoy.Exited() }
+func (d *deployed) Restarted() bool {
+	return d.envoy != nil && d.envoy.Exited() || d.nginx != nil && d.nginx.Restarted()
+}
 
 func (d *deployed) Teardown() error {
 	var errs []error
 	if d.envoy != nil {
 		errs = append(errs, d.envoy.Stop())
+	}
+	if d.nginx != nil {
+		errs = append(errs, d.nginx.Stop())
 	}
 	errs = append(errs, d.backend.stop())
 	return errors.Join(errs...)
