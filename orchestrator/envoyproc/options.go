@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/wafsweep/wafsweep/orchestrator/childproc"
 )
 
 // Default values used when the matching Options field is zero.
@@ -102,8 +104,8 @@ func (o Options) validate() error {
 		errs = append(errs, fmt.Errorf("LogLevel %q is not one of trace, debug, info, warning, error, critical, off", o.LogLevel))
 	}
 	for _, cpu := range o.CPUs {
-		if cpu < 0 || cpu >= maxCPU {
-			errs = append(errs, fmt.Errorf("CPU %d out of range 0-%d", cpu, maxCPU-1))
+		if !childproc.ValidCPU(cpu) {
+			errs = append(errs, fmt.Errorf("CPU %d out of range", cpu))
 		}
 	}
 	return errors.Join(errs...)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wafsweep/wafsweep/orchestrator/childproc"
 )
 
 func TestParseStatsJSON(t *testing.T) {
@@ -61,11 +63,11 @@ func TestTailFile(t *testing.T) {
 		want string
 	}{{2, "c\nd"}, {4, "a\nb\nc\nd"}, {10, "a\nb\nc\nd"}, {0, ""}}
 	for _, tt := range tests {
-		if got, err := tailFile(path, tt.n); err != nil || got != tt.want {
-			t.Errorf("tailFile(%d) = %q, %v; want %q", tt.n, got, err, tt.want)
+		if got, err := childproc.TailFile(path, tt.n); err != nil || got != tt.want {
+			t.Errorf("childproc.TailFile(%d) = %q, %v; want %q", tt.n, got, err, tt.want)
 		}
 	}
-	if _, err := tailFile(filepath.Join(t.TempDir(), "missing"), 1); err == nil {
+	if _, err := childproc.TailFile(filepath.Join(t.TempDir(), "missing"), 1); err == nil {
 		t.Error("tailFile of a missing file succeeded")
 	}
 }

@@ -8,14 +8,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/wafsweep/wafsweep/orchestrator/childproc"
 	"github.com/wafsweep/wafsweep/orchestrator/nginxconfig"
 	"github.com/wafsweep/wafsweep/orchestrator/proctree"
 )
@@ -82,7 +79,7 @@ func (o Options) validate() error {
 		errs = append(errs, errors.New("Workers, StartTimeout and StopGrace must not be negative"))
 	}
 	for _, c := range o.CPUs {
-		if c < 0 || c >= len(unix.CPUSet{})*64 {
+		if !childproc.ValidCPU(c) {
 			errs = append(errs, fmt.Errorf("CPU %d out of range", c))
 		}
 	}
@@ -91,10 +88,8 @@ func (o Options) validate() error {
 
 // Process is a running (or exited) nginx started by Start.
 type Process struct {
-	opts    Options
-	cmd     *exec.Cmd
-	done    chan struct{} // closed once the master has been reaped
-	waitErr error         // valid once done is closed
+	*childproc.Child // the master
+	opts             Options
 	// workers are the workers seen ready at start: one that is gone later
 	// crashed and was replaced, which the sweep counts as a restart.
 	workers []identity
@@ -124,60 +119,11 @@ func launch(opts Options) (*Process, error) {
 	cmd := exec.Command(opts.Binary, nginxconfig.RunArgs(opts.ConfigPath, opts.ErrorLog)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	p := &Process{opts: opts, cmd: cmd, done: make(chan struct{})}
-	if err := startOnOwnThread(cmd, opts.CPUs, p.reaped); err != nil {
+	p := &Process{opts: opts}
+	if p.Child, err = childproc.Start(cmd, opts.CPUs); err != nil {
 		return nil, fmt.Errorf("nginxproc: start %s: %w", opts.Binary, err)
 	}
 	return p, nil
-}
-
-func (p *Process) reaped(err error) {
-	p.waitErr = err
-	close(p.done)
-}
-
-// startOnOwnThread starts cmd from a dedicated, locked OS thread and reaps
-// it there. The child inherits the forking thread's CPU mask from birth
-// (setting it afterwards would race with the master forking its workers),
-// and Pdeathsig fires when the forking thread exits, so that thread must
-// live as long as the child. It is never unlocked: the runtime discards it
-// with its mask when the goroutine ends.
-func startOnOwnThread(cmd *exec.Cmd, cpus []int, reaped func(error)) error {
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if len(cpus) > 0 {
-			var set unix.CPUSet
-			set.Zero()
-			for _, c := range cpus {
-				set.Set(c)
-			}
-			if err := unix.SchedSetaffinity(0, &set); err != nil {
-				started <- fmt.Errorf("set CPU affinity %v: %w", cpus, err)
-				return
-			}
-		}
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		reaped(cmd.Wait())
-	}()
-	return <-started
-}
-
-// PID is the master's process id.
-func (p *Process) PID() int { return p.cmd.Process.Pid }
-
-// Exited reports whether the master has exited.
-func (p *Process) Exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
 }
 
 // Restarted reports whether the master exited or one of the workers it
@@ -204,31 +150,19 @@ func (p *Process) Usage() (proctree.Usage, error) {
 // worker, which a killed master would leave behind. Safe to call more than
 // once and after nginx exited by itself; the error reports an unclean exit.
 func (p *Process) Stop() error {
-	if p.Exited() {
-		return nil
-	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("nginxproc: SIGTERM pid %d: %w", p.PID(), err)
-	}
-	timer := time.NewTimer(p.opts.StopGrace)
-	defer timer.Stop()
-	select {
-	case <-p.done:
-		if p.waitErr != nil {
-			return fmt.Errorf("nginxproc: nginx pid %d exited uncleanly: %w", p.PID(), p.waitErr)
-		}
-		return nil
-	case <-timer.C:
-	}
 	leftovers := p.currentWorkers()
-	_ = p.cmd.Process.Kill()
-	<-p.done
-	for _, w := range leftovers {
-		if w.alive() {
-			_ = syscall.Kill(w.pid, syscall.SIGKILL)
+	err := p.Terminate(syscall.SIGTERM, p.opts.StopGrace)
+	if errors.Is(err, childproc.ErrKilled) {
+		for _, w := range leftovers {
+			if w.alive() {
+				_ = syscall.Kill(w.pid, syscall.SIGKILL)
+			}
 		}
 	}
-	return fmt.Errorf("nginxproc: nginx pid %d did not stop within %s of SIGTERM and was killed", p.PID(), p.opts.StopGrace)
+	if err != nil {
+		return fmt.Errorf("nginxproc: nginx master: %w", err)
+	}
+	return nil
 }
 
 // currentWorkers identifies the master's children now.
@@ -248,12 +182,11 @@ func (p *Process) currentWorkers() []identity {
 
 // LogTail returns up to the last n lines of the error log.
 func (p *Process) LogTail(n int) string {
-	b, err := os.ReadFile(p.opts.ErrorLog)
+	tail, err := childproc.TailFile(p.opts.ErrorLog, n)
 	if err != nil {
 		return fmt.Sprintf("(error log unreadable: %v)", err)
 	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
+	return tail
 }
 
 // sameOrSubset reports whether every CPU of got is in want.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/wafsweep/wafsweep/orchestrator/backend"
+	"github.com/wafsweep/wafsweep/orchestrator/childproc"
 	"github.com/wafsweep/wafsweep/orchestrator/nginxconfig"
 	"github.com/wafsweep/wafsweep/orchestrator/proctree"
 )
@@ -118,7 +119,7 @@ func TestNginxProxiesIsAccountedAndStops(t *testing.T) {
 		t.Errorf("members %v: want the master and %d worker(s)", members, opts.Workers)
 	}
 	for _, pid := range members {
-		cpus, err := Affinity(pid)
+		cpus, err := childproc.Affinity(pid)
 		if err != nil {
 			t.Fatal(err)
 		}

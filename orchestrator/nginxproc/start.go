@@ -9,8 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/wafsweep/wafsweep/orchestrator/childproc"
 	"github.com/wafsweep/wafsweep/orchestrator/proctree"
 )
 
@@ -57,9 +56,9 @@ func (p *Process) waitReady(ctx context.Context) error {
 			return p.checkAffinity()
 		}
 		select {
-		case <-p.done:
+		case <-p.Done():
 			return fmt.Errorf("nginxproc: nginx exited during start-up (%v); %s ends:\n%s",
-				p.waitErr, p.opts.ErrorLog, p.LogTail(startupLogLines))
+				p.ExitError(), p.opts.ErrorLog, p.LogTail(startupLogLines))
 		case <-ctx.Done():
 			return fmt.Errorf("nginxproc: nginx not ready on 127.0.0.1:%d with %d workers: %w; %s ends:\n%s",
 				p.opts.ListenPort, p.opts.Workers, ctx.Err(), p.opts.ErrorLog, p.LogTail(startupLogLines))
@@ -99,7 +98,7 @@ func (p *Process) checkAffinity() error {
 		return fmt.Errorf("nginxproc: %w", err)
 	}
 	for _, pid := range members {
-		cpus, err := Affinity(pid)
+		cpus, err := childproc.Affinity(pid)
 		if err != nil {
 			return err
 		}
@@ -108,19 +107,4 @@ func (p *Process) checkAffinity() error {
 		}
 	}
 	return nil
-}
-
-// Affinity returns the CPUs the process with this pid may run on.
-func Affinity(pid int) ([]int, error) {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(pid, &set); err != nil {
-		return nil, fmt.Errorf("nginxproc: CPU affinity of pid %d: %w", pid, err)
-	}
-	var cpus []int
-	for c := range len(set) * 64 {
-		if set.IsSet(c) {
-			cpus = append(cpus, c)
-		}
-	}
-	return cpus, nil
 }
