@@ -221,7 +221,9 @@ func aggregate(rounds []KneeRow) KneeRow {
 	}
 	a.Rounds = len(valid)
 	if len(valid) == 0 {
-		return invalidAggregate(a)
+		a = invalidAggregate(a)
+		a.BoundRPS = lowestBound(rounds)
+		return a
 	}
 	knees := values(valid, func(r KneeRow) float64 { return float64(r.KneeRPS) })
 	a.KneeMedianRPS, a.KneeMinRPS, a.KneeMaxRPS = median(knees), slices.Min(knees), slices.Max(knees)
@@ -347,4 +349,15 @@ func zeroIfNaN(v float64) float64 {
 		return 0
 	}
 	return v
+}
+
+// lowestBound is the most cautious positive bound among rounds (0: none).
+func lowestBound(rounds []KneeRow) int {
+	bound := 0
+	for _, r := range rounds {
+		if r.BoundRPS > 0 && (bound == 0 || r.BoundRPS < bound) {
+			bound = r.BoundRPS
+		}
+	}
+	return bound
 }

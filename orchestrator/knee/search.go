@@ -351,6 +351,11 @@ func (s *Search) Result() Result {
 		r.Bound = s.ladder[len(s.ladder)-1]
 	case s.censoredBelow:
 		r.Bound = s.lowestTried()
+	case s.invalid && s.highestPass > 0:
+		// The measurements became untrustworthy above a rate that passed
+		// (typically the load generator ran out of CPU): that rate is still
+		// a lower bound of the knee.
+		r.Bound = s.highestPass
 	}
 	return r
 }

@@ -186,11 +186,11 @@ func TestSearchScripts(t *testing.T) {
 			want: Result{Done: true, Knee: 1500, LowestFail: 1750, Confirmed: true},
 		},
 		{
-			name:   "still invalid after the retries ends the search",
+			name:   "still invalid after the retries ends the search, the last pass a lower bound",
 			ladder: ladder,
 			opts:   DefaultOptions(),
 			script: []move{{1000, KindLadder, pass}, {2000, KindLadder, invalid}, {2000, KindRetry, invalid}},
-			want:   Result{Done: true, Invalid: true, Reasons: []string{"reason b", "reason c"}},
+			want:   Result{Done: true, Invalid: true, Bound: 1000, Reasons: []string{"reason b", "reason c"}},
 		},
 		{
 			name:   "more retries when asked",

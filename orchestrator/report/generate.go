@@ -301,6 +301,8 @@ func findSummary(summary []dataset.KneeRow, flavor, tier, shape string) (dataset
 // failed.
 func kneeText(k dataset.KneeRow) string {
 	switch {
+	case k.Invalid && k.BoundRPS > 0:
+		return fmt.Sprintf(">= %d (invalid above)", k.BoundRPS)
 	case k.Invalid:
 		return "invalid"
 	case k.Censored == dataset.CensoredAbove:
