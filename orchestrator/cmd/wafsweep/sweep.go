@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
 	"github.com/wafsweep/wafsweep/orchestrator/procstat"
@@ -33,6 +34,7 @@ type sweepFlags struct {
 	sweepID, resultsDir, rulesets, module string
 	target                                string
 	proxyCPUs, loadgenCPUs, backendCPUs   string
+	kube                                  kubeFlags
 }
 
 func parseSweepFlags(args []string, stderr io.Writer) (sweepFlags, *flag.FlagSet, error) {
@@ -55,7 +57,8 @@ func parseSweepFlags(args []string, stderr io.Writer) (sweepFlags, *flag.FlagSet
 	fs.StringVar(&f.resultsDir, "results", "", "results directory (default <repo>/results)")
 	fs.StringVar(&f.rulesets, "rulesets", "", "rule tier directory (default <repo>/rulesets)")
 	fs.StringVar(&f.module, "module", os.Getenv("CORAZAWAF_MODULE"), "libcorazawaf.so (default $CORAZAWAF_MODULE or <repo>/build/libcorazawaf.so)")
-	fs.StringVar(&f.target, "target", "local", "where to run: local")
+	fs.StringVar(&f.target, "target", "local", "where to run: local, kind (a local kind cluster) or kube (any cluster, e.g. GKE; see the README)")
+	f.kube.register(fs)
 	fs.StringVar(&f.proxyCPUs, "proxy-cpus", "", "CPUs of the proxy, e.g. 1 or 2-3 (default: the upper half)")
 	fs.StringVar(&f.loadgenCPUs, "loadgen-cpus", "", "CPUs of the load generator (default: the lower half)")
 	fs.StringVar(&f.backendCPUs, "backend-cpus", "", "CPUs of the backend (default: the load generator's)")
@@ -184,6 +187,20 @@ func runSweep(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if s, ok := opts.Target.(startable); ok {
+		// Deleted also after Ctrl-C, with a context of its own.
+		defer func() {
+			closeCtx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+			defer cancel()
+			if err := s.Close(closeCtx); err != nil {
+				fmt.Fprintf(os.Stderr, "wafsweep: cleaning up the cluster: %v\n", err)
+			}
+		}()
+		if err := s.Start(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "wafsweep sweep: starting the %s target: %v\n", opts.Target.Name(), err)
+			return 1
+		}
+	}
 	fmt.Fprintf(os.Stderr, "wafsweep: sweep %s -> %s\n", opts.SweepID, opts.OutDir)
 	if err := sweep.Run(ctx, opts); err != nil {
 		if ctx.Err() != nil {
@@ -214,8 +231,11 @@ func (f sweepFlags) sweepOptions() (sweep.Options, error) {
 		return filepath.Join(root, rel)
 	}
 	resultsDir, rulesets, module := def(f.resultsDir, "results"), def(f.rulesets, "rulesets"), def(f.module, "build/libcorazawaf.so")
+	if f.target == dataset.TargetKind || f.target == dataset.TargetKube {
+		return f.kubeSweepOptions(p, errs, root, resultsDir, rulesets, module)
+	}
 	if f.target != "local" {
-		errs = append(errs, fmt.Errorf("--target %q: only local is available in this build", f.target))
+		errs = append(errs, fmt.Errorf("--target %q: use local, kind or kube", f.target))
 	}
 	proxy, err1 := cpuFlag("proxy-cpus", f.proxyCPUs)
 	loadgen, err2 := cpuFlag("loadgen-cpus", f.loadgenCPUs)

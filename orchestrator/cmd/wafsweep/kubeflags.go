@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
+	"github.com/wafsweep/wafsweep/orchestrator/sweep"
+
+	"github.com/wafsweep/wafsweep/orchestrator/target/kube/image"
+	"github.com/wafsweep/wafsweep/orchestrator/target/kube/launch"
+)
+
+// kubeFlags are the flags of --target kind and --target kube.
+type kubeFlags struct {
+	kubeconfig, context, namespace string
+	registry, image                string
+	kindCluster, kindNodeImage     string
+	proxyCores, loadgenCores       int
+	proxyMemory, envoy, podBinary  string
+	allowSharedCPUs                bool
+}
+
+func (k *kubeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "kube: kubeconfig of the cluster (default $KUBECONFIG or ~/.kube/config)")
+	fs.StringVar(&k.context, "context", "", "kube: kubeconfig context (default: the current one)")
+	fs.StringVar(&k.namespace, "namespace", "", "kind/kube: the sweep's own namespace, deleted at the end (default wafsweep-<sweep id>)")
+	fs.StringVar(&k.registry, "registry", "", "kube: registry to push the image to, e.g. REGION-docker.pkg.dev/PROJECT/REPO")
+	fs.StringVar(&k.image, "image", "", "kind/kube: use this already pushed or loaded image instead of building one")
+	fs.StringVar(&k.kindCluster, "kind-cluster", "wafsweep", "kind: cluster to create or reuse")
+	fs.StringVar(&k.kindNodeImage, "kind-node-image", "", "kind: node image for a new cluster (default: kind's)")
+	fs.IntVar(&k.proxyCores, "proxy-cores", 2, "kind/kube: Envoy's exclusive cores, also its --concurrency")
+	fs.IntVar(&k.loadgenCores, "loadgen-cores", 2, "kind/kube: the Fortio server's cores")
+	fs.StringVar(&k.proxyMemory, "proxy-memory", "1Gi", "kind/kube: Envoy's memory (request = limit)")
+	fs.StringVar(&k.envoy, "envoy", "", "kind/kube: the Envoy binary put in the image (default <repo>/build/envoy)")
+	fs.StringVar(&k.podBinary, "pod-binary", "", "kind/kube: the static wafsweep-pod binary put in the image (default <repo>/build/wafsweep-pod)")
+	fs.BoolVar(&k.allowSharedCPUs, "allow-shared-cpus", false, "kind/kube: measure even when Envoy's cpuset is not exclusive (noted in the metadata)")
+}
+
+// target validates the flags into a Kubernetes target, started by
+// runSweep once signals are handled.
+func (k kubeFlags) target(name, sweepID, repoRoot, module string, progress io.Writer) (*launch.Target, error) {
+	def := func(v, rel string) string {
+		if v != "" || repoRoot == "" {
+			return v
+		}
+		return filepath.Join(repoRoot, rel)
+	}
+	return launch.New(launch.Options{
+		Target: name, Kubeconfig: k.kubeconfig, Context: k.context, Namespace: k.namespace,
+		Registry: k.registry, Image: k.image, KindCluster: k.kindCluster, KindNodeImage: k.kindNodeImage,
+		ProxyCores: k.proxyCores, LoadgenCores: k.loadgenCores, ProxyMemory: k.proxyMemory,
+		Sources:         image.Sources{Envoy: def(k.envoy, "build/envoy"), Module: module, PodBinary: def(k.podBinary, "build/wafsweep-pod")},
+		AllowSharedCPUs: k.allowSharedCPUs, Progress: progress,
+	}, sweepID)
+}
+
+// startable is a target that connects when the sweep starts and is closed
+// after it (the Kubernetes targets).
+type startable interface {
+	Start(ctx context.Context) error
+	Close(ctx context.Context) error
+}
+
+// closeTimeout bounds the teardown after the sweep, Ctrl-C included.
+const closeTimeout = 5 * time.Minute
+
+// kubeSweepOptions is sweepOptions for --target kind and kube: errs are the
+// problems found so far, reported together with the target's own.
+func (f sweepFlags) kubeSweepOptions(p plan.Plan, errs []error, root, resultsDir, rulesets, module string) (sweep.Options, error) {
+	id := f.sweepID
+	if id == "" && p.Validate() == nil {
+		var err error
+		id, err = sweepID(f.target, p)
+		errs = append(errs, err)
+	}
+	tgt, err := f.kube.target(f.target, id, root, module, os.Stderr)
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return sweep.Options{}, err
+	}
+	return sweep.Options{
+		Plan: p, Target: tgt, SweepID: id, OutDir: filepath.Join(resultsDir, id), RulesetsDir: rulesets,
+		CommandLine: os.Args, Versions: versions(module), Progress: os.Stderr,
+	}, nil
+}

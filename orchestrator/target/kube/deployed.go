@@ -1,0 +1,326 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
+	"github.com/wafsweep/wafsweep/orchestrator/target"
+	"github.com/wafsweep/wafsweep/orchestrator/target/kube/bootstrap"
+	"github.com/wafsweep/wafsweep/orchestrator/target/kube/fortio"
+	"github.com/wafsweep/wafsweep/orchestrator/target/kube/portforward"
+	"github.com/wafsweep/wafsweep/orchestrator/target/kube/rollout"
+	"github.com/wafsweep/wafsweep/orchestrator/target/kube/spec"
+)
+
+// Deploy implements target.Target. The direct flavor needs nothing new:
+// Fortio loads the backend pod. The others roll Envoy to the
+// configuration's bootstrap.
+func (k *Kube) Deploy(ctx context.Context, d target.Deployment) (target.Deployed, error) {
+	k.mu.Lock()
+	prepared := k.prepared
+	k.mu.Unlock()
+	if !prepared {
+		return nil, errors.New("kubernetes target: Prepare was not called")
+	}
+	switch d.Config.Flavor {
+	case plan.FlavorDirect:
+		return k.deployDirect(d)
+	case plan.FlavorEnvoy, plan.FlavorWAF:
+		dep, err := k.deployEnvoy(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		return dep, nil
+	default:
+		return nil, fmt.Errorf("flavor %s is not available on the Kubernetes targets", d.Config.Flavor)
+	}
+}
+
+// dataHost is how pods address each other: by pod IP, or 127.0.0.1 on a
+// host-network test node (its pods share the node's loopback).
+func (k *Kube) dataHost(pod *corev1.Pod) string {
+	if k.opts.Spec.HostNetwork {
+		return "127.0.0.1"
+	}
+	return pod.Status.PodIP
+}
+
+func (k *Kube) deployDirect(d target.Deployment) (*deployed, error) {
+	o := k.opts.Spec
+	t, err := portforward.Open(k.opts.Config, k.client, o.Namespace, k.backendPod.Name, o.Ports.Backend)
+	if err != nil {
+		return nil, err
+	}
+	return &deployed{
+		kube: k, control: t,
+		url:     t.URL(o.Ports.Backend),
+		dataURL: fmt.Sprintf("http://%s:%d", k.dataHost(k.backendPod), o.Ports.Backend),
+	}, nil
+}
+
+// deployEnvoy applies the bootstrap ConfigMap and the Envoy Deployment,
+// waits for the rollout, verifies the pod's QoS and cpuset, then opens the
+// control port-forward and waits for Envoy's /ready.
+func (k *Kube) deployEnvoy(ctx context.Context, d target.Deployment) (*deployed, error) {
+	o := k.opts.Spec
+	wafJSON := ""
+	if plan.HasWAF(d.Config.Flavor) {
+		wafJSON = d.WAFConfigJSON
+		if wafJSON == "" {
+			return nil, fmt.Errorf("flavor %s without a WAF configuration", d.Config.Flavor)
+		}
+	}
+	built, err := bootstrap.Build(bootstrap.Options{
+		ListenHost: bindHost(o), ListenPort: int(o.Ports.EnvoyListen), AdminPort: int(o.Ports.EnvoyAdmin),
+		BackendHost: k.dataHost(k.backendPod), BackendPort: int(o.Ports.Backend),
+		WAFConfigJSON: wafJSON, ModulePath: spec.ModulePath, AuditLogDir: spec.WAFLogDir,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if d.RunDir != "" {
+		if err := os.WriteFile(filepath.Join(d.RunDir, "envoy.json"), built.JSON, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	k.progress("rolling Envoy to bootstrap %s (%s)", built.Hash[:12], d.Config.ID())
+	if err := k.applier.ConfigMap(ctx, spec.BootstrapConfigMap(o, built.Hash, built.JSON)); err != nil {
+		return nil, err
+	}
+	if _, err := k.applier.Deployment(ctx, spec.EnvoyDeployment(o, built.Hash, 1)); err != nil {
+		return nil, err
+	}
+	if _, err := rollout.Deployment(ctx, k.client, o.Namespace, spec.Envoy, k.opts.RolloutTimeout); err != nil {
+		return nil, err
+	}
+	pod, err := rollout.RunningPod(ctx, k.client, o.Namespace, spec.Selector(spec.Envoy), spec.AnnotationBootstrapHash, built.Hash, k.opts.RolloutTimeout)
+	if err != nil {
+		return nil, err
+	}
+	dep := &deployed{kube: k, pod: pod, restarts: restartCount(pod, spec.Envoy)}
+	// From here on a failure must stop Envoy again.
+	fail := func(err error) (*deployed, error) {
+		return nil, errors.Join(err, dep.Teardown())
+	}
+	// Older bootstraps are no longer mounted by any pod.
+	if err := k.applier.DeleteConfigMaps(ctx, o.Namespace, labels.SelectorFromSet(map[string]string{spec.LabelComponent: spec.Envoy}).String(), spec.BootstrapConfigMapName(built.Hash)); err != nil {
+		return fail(err)
+	}
+	p, err := k.place(ctx, pod, spec.Envoy, o.Proxy.Cores())
+	if err != nil {
+		return fail(err)
+	}
+	if !p.Exclusive && !k.opts.AllowSharedCPUs {
+		return fail(fmt.Errorf("Envoy's cpuset is not exclusive (%s): enable the static CPU manager on the proxy nodes (see the README), or allow shared CPUs", p.Why))
+	}
+	dep.placement = p
+	if err := writePlacement(d.RunDir, p); err != nil {
+		return fail(err)
+	}
+	dep.control, err = portforward.Open(k.opts.Config, k.client, o.Namespace, pod.Name, o.Ports.EnvoyListen, o.Ports.EnvoyAdmin)
+	if err != nil {
+		return fail(err)
+	}
+	if err := dep.waitReady(ctx, k.opts.ReadyTimeout); err != nil {
+		return fail(err)
+	}
+	dep.url = dep.control.URL(o.Ports.EnvoyListen)
+	dep.dataURL = fmt.Sprintf("http://%s:%d", k.dataHost(pod), o.Ports.EnvoyListen)
+	return dep, nil
+}
+
+func bindHost(o spec.Options) string {
+	if o.HostNetwork {
+		return "127.0.0.1"
+	}
+	return "0.0.0.0"
+}
+
+func restartCount(pod *corev1.Pod, container string) int32 {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == container {
+			return cs.RestartCount
+		}
+	}
+	return 0
+}
+
+// deployed is one running configuration on the cluster.
+type deployed struct {
+	kube      *Kube
+	pod       *corev1.Pod // Envoy; nil for the direct flavor
+	restarts  int32
+	placement placement
+	control   *portforward.Tunnel
+	url       string // control: the pre-check's base URL, through the port-forward
+	dataURL   string // data plane: what Fortio loads, pod to pod
+
+	mu       sync.Mutex
+	peakSeen uint64
+	torn     bool
+}
+
+func (d *deployed) URL() string { return d.url }
+
+func (d *deployed) LoadgenCores() int { return max(d.kube.opts.Spec.Loadgen.Cores(), 1) }
+
+// waitReady polls Envoy's admin /ready through the port-forward.
+func (d *deployed) waitReady(ctx context.Context, timeout time.Duration) error {
+	admin := d.control.URL(d.kube.opts.Spec.Ports.EnvoyAdmin) + "/ready"
+	client := &http.Client{Timeout: 2 * time.Second}
+	last := "no answer"
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, admin, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+		resp.Body.Close()
+		last = fmt.Sprintf("%s %s", resp.Status, strings.TrimSpace(string(body)))
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		return fmt.Errorf("Envoy in %s not ready after %v (%s): %w", d.pod.Name, timeout, last, err)
+	}
+	return nil
+}
+
+// RunLoad runs the step on the in-cluster Fortio against the data-plane
+// address and charges it the Fortio container's CPU.
+func (d *deployed) RunLoad(ctx context.Context, spec loadgen.Spec) (loadgen.Result, error) {
+	rest, ok := strings.CutPrefix(spec.URL, d.url)
+	if !ok {
+		return loadgen.Result{}, fmt.Errorf("load URL %s is not under the deployment's URL %s", spec.URL, d.url)
+	}
+	spec.URL = d.dataURL + rest
+	k := d.kube
+	fortioPod, client, err := k.fortioClient()
+	if err != nil {
+		return loadgen.Result{}, err
+	}
+	before, err := k.readContainer(ctx, fortioPod, "fortio")
+	if err != nil {
+		return loadgen.Result{}, fmt.Errorf("load generator CPU: %w", err)
+	}
+	res, err := client.Run(ctx, spec)
+	if err != nil {
+		return res, err
+	}
+	after, err := k.readContainer(ctx, fortioPod, "fortio")
+	if err != nil {
+		return res, fmt.Errorf("load generator CPU: %w", err)
+	}
+	res.LoadgenCPUSeconds = after.CPUSeconds - before.CPUSeconds
+	return res, nil
+}
+
+// Usage reads Envoy's and the backend's containers through their nodes'
+// cgroup agents.
+func (d *deployed) Usage() (target.Usage, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	k := d.kube
+	u := target.Usage{BackendCPUSeconds: -1}
+	if b, err := k.readContainer(ctx, k.backendPod, "backend"); err == nil {
+		u.BackendCPUSeconds = b.CPUSeconds
+	}
+	if d.pod == nil {
+		return u, nil
+	}
+	r, err := k.readContainer(ctx, d.pod, "envoy")
+	if err != nil {
+		return u, err
+	}
+	d.mu.Lock()
+	d.peakSeen = max(d.peakSeen, r.MemoryBytes)
+	peak := max(d.peakSeen, r.MemoryPeakBytes)
+	d.mu.Unlock()
+	u.ProxyCPUSeconds, u.ProxyRSSBytes, u.ProxyPeakRSSBytes = r.CPUSeconds, r.MemoryBytes, peak
+	return u, nil
+}
+
+// Restarted reports whether Envoy's pod is gone, replaced, or its container
+// restarted since Deploy. A pod that is merely not ready (a probe timing out
+// at saturation) has not restarted: that is a result, not a broken step.
+func (d *deployed) Restarted() bool {
+	if d.pod == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := d.kube.client.CoreV1().Pods(d.pod.Namespace).Get(ctx, d.pod.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return true
+	}
+	if err != nil {
+		// Unknown is not a restart: the next check will tell.
+		return false
+	}
+	return p.UID != d.pod.UID || p.DeletionTimestamp != nil || restartCount(p, spec.Envoy) != d.restarts
+}
+
+// Teardown stops Envoy: scaled to zero, waiting until its pod is gone so
+// the next configuration gets the cores. The bootstrap ConfigMap stays
+// until a newer one replaces it.
+func (d *deployed) Teardown() error {
+	d.mu.Lock()
+	if d.torn {
+		d.mu.Unlock()
+		return nil
+	}
+	d.torn = true
+	d.mu.Unlock()
+	if d.control != nil {
+		d.control.Close()
+	}
+	if d.pod == nil {
+		return nil
+	}
+	// Teardown also runs after Ctrl-C: it must not inherit a cancelled
+	// context.
+	k := d.kube
+	ctx, cancel := context.WithTimeout(context.Background(), k.opts.RolloutTimeout)
+	defer cancel()
+	hash := d.pod.Annotations[spec.AnnotationBootstrapHash]
+	if _, err := k.applier.Deployment(ctx, spec.EnvoyDeployment(k.opts.Spec, hash, 0)); err != nil {
+		return err
+	}
+	return k.applier.WaitPodsGone(ctx, k.opts.Spec.Namespace, labels.SelectorFromSet(spec.Selector(spec.Envoy)).String(), k.opts.RolloutTimeout)
+}
+
+// fortioClient is the Fortio REST client through its port-forward,
+// reopened if it broke (an API server restart must not end the sweep).
+func (k *Kube) fortioClient() (*corev1.Pod, fortio.Client, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.fortio == nil || k.fortio.Err() != nil {
+		if k.fortio != nil {
+			go k.fortio.Close()
+		}
+		t, err := portforward.Open(k.opts.Config, k.client, k.opts.Spec.Namespace, k.fortioPod.Name, k.opts.Spec.Ports.Fortio)
+		if err != nil {
+			k.fortio = nil
+			return nil, fortio.Client{}, fmt.Errorf("reopening the port-forward to the Fortio server: %w", err)
+		}
+		k.fortio = t
+	}
+	return k.fortioPod, fortio.Client{BaseURL: k.fortio.URL(k.opts.Spec.Ports.Fortio)}, nil
+}

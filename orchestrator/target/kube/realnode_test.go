@@ -1,0 +1,224 @@
+package kube
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wafsweep/wafsweep/orchestrator/dataset"
+	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
+	"github.com/wafsweep/wafsweep/orchestrator/sweep"
+	"github.com/wafsweep/wafsweep/orchestrator/target/kube/image"
+	"github.com/wafsweep/wafsweep/orchestrator/target/kube/spec"
+	"github.com/wafsweep/wafsweep/orchestrator/target/kube/testenv"
+)
+
+// realNodeSources are the image's files: the real Envoy and module, and
+// the pod binary make test built (or one built here).
+func realNodeSources(t *testing.T, root string) image.Sources {
+	t.Helper()
+	envoy, err := envoyproc.FindBinary()
+	if err != nil {
+		t.Skipf("real node: no Envoy (make test installs it): %v", err)
+	}
+	module := os.Getenv("CORAZAWAF_MODULE")
+	if module == "" {
+		module = filepath.Join(root, "build", "libcorazawaf.so")
+	}
+	if _, err := os.Stat(module); err != nil {
+		t.Skipf("real node: no module (make build makes it): %v", err)
+	}
+	pod := os.Getenv("WAFSWEEP_POD_BINARY")
+	if pod == "" {
+		pod = filepath.Join(t.TempDir(), "wafsweep-pod")
+		build := exec.Command("go", "build", "-o", pod, "./orchestrator/target/kube/cmd/wafsweep-pod")
+		build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("building wafsweep-pod: %v\n%s", err, out)
+		}
+	}
+	return image.Sources{Envoy: envoy, Module: module, PodBinary: pod}
+}
+
+// One real node (kubelet, containerd, runc, static CPU manager) running
+// real Envoy with the module, the backend and a real Fortio server in
+// pods from the locally built image: a short sweep step through the kube
+// target, data plane on 127.0.0.1 (host-network pods), Envoy pinned to
+// the node's one exclusive CPU.
+func TestRealNodeSweepStep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	root, err := envoyproc.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := testenv.BinDir(root)
+	if err != nil {
+		if os.Getenv(kubeTestsEnv) == "required" {
+			t.Fatal(err)
+		}
+		t.Skipf("real node: %v", err)
+	}
+	if err := testenv.NodeRequirements(bin); err != nil {
+		t.Skipf("real node skipped: %v", err)
+	}
+	src := realNodeSources(t, root)
+	started := time.Now()
+	work := t.TempDir()
+	built, err := image.Build(src, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := "wafsweep.local/wafsweep-pod:" + built.Tag
+	pause := "wafsweep.local/pause:" + built.Tag
+	archive := filepath.Join(work, "images.tar")
+	if err := image.WriteTarball(archive, map[string]v1.Image{ref: built.Image, pause: built.Pause}); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	// Its own control plane: kwok's fake nodes must not meet a real one.
+	dir, err := os.MkdirTemp("", "wafsweep-realnode-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := testenv.StartControlPlane(ctx, bin, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var node *testenv.Node
+	defer func() {
+		if node != nil {
+			if err := node.Stop(); err != nil {
+				t.Errorf("stopping the node: %v", err)
+			}
+		}
+		cp.Stop()
+		if t.Failed() {
+			t.Logf("node files kept in %s", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	}()
+	node, err = cp.StartNode(ctx, testenv.NodeOptions{
+		Name:    "realnode",
+		Labels:  map[string]string{spec.NodeLabelProxy: "true", spec.NodeLabelLoadgen: "true"},
+		Archive: archive, PauseImage: pause,
+	})
+	if err != nil {
+		t.Fatalf("starting the node: %v", err)
+	}
+	t.Logf("control plane and real node ready in %v", time.Since(started).Round(time.Millisecond))
+
+	ports, err := freeLoopbackPorts(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := resource.MustParse
+	k, err := New(Options{
+		Name: dataset.TargetKube, Config: cp.Config,
+		Spec: spec.Options{
+			Namespace: "wafsweep-realnode", SweepID: "realnode", Image: ref, PullPolicy: corev1.PullNever,
+			HostNetwork: true, SingleNode: true,
+			// One node, two cores: Envoy gets the one CPU the static policy
+			// can hand out; the rest shares CPU 0.
+			Proxy:   spec.Size{MilliCPU: 1000, Memory: mem("512Mi")},
+			Loadgen: spec.Size{MilliCPU: 600, Memory: mem("256Mi")},
+			Backend: spec.Size{MilliCPU: 200, Memory: mem("128Mi")},
+			Agent:   spec.Size{MilliCPU: 100, Memory: mem("64Mi")},
+			Ports:   spec.Ports{EnvoyListen: ports[0], EnvoyAdmin: ports[1], Backend: ports[2], Fortio: ports[3], Agent: ports[4]},
+		},
+		RolloutTimeout: 3 * time.Minute, ReadyTimeout: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := k.Close(closeCtx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	}()
+	if err := k.Prepare(ctx); err != nil {
+		t.Fatalf("prepare: %v\nkubelet log:\n%s", err, node.Log())
+	}
+	p := plan.Default()
+	p.Flavors = []string{plan.FlavorWAF}
+	p.Tiers = []string{plan.TierHeadersOnly}
+	p.Shapes = []string{plan.ShapeGet}
+	p.Ladder = []int{100}
+	p.Connections = 2
+	p.Warmup, p.Measure, p.Cooldown = 500*time.Millisecond, 3*time.Second, 0
+	p.FloorRPS, p.Confirm = 0, false
+	out := t.TempDir()
+	sweepStart := time.Now()
+	err = sweep.Run(ctx, sweep.Options{Plan: p, Target: k, SweepID: "realnode", OutDir: out,
+		RulesetsDir: filepath.Join(root, "rulesets"), CommandLine: []string{"wafsweep", "sweep", "--target", "kube"}})
+	if err != nil {
+		t.Fatalf("sweep: %v\nkubelet log:\n%s", err, node.Log())
+	}
+	steps, err := dataset.ReadSteps(filepath.Join(out, sweep.StepsFile))
+	if err != nil || len(steps) != 1 {
+		t.Fatalf("steps: %+v %v", steps, err)
+	}
+	s := steps[0]
+	t.Logf("real node step: %s at %d rps: %s, completed %d/%d, p99 %.2f ms, proxy CPU %.3f s, loadgen CPU %.3f s, RSS peak %.1f MB (sweep %v)",
+		s.ConfigID, s.TargetRPS, s.Verdict, s.Completed, s.Scheduled, s.P99Ms, s.ProxyCPUS, s.LoadgenCPUS, s.ProxyRSSPeakMB, time.Since(sweepStart).Round(time.Millisecond))
+	// Pass or fail is the machine's business (its one shared core also
+	// serves whatever else runs here, builds included); the step must have
+	// been measured, every answer a 200 through the WAF.
+	if s.Verdict == dataset.VerdictInvalid || s.Completed == 0 || s.Completed > s.Scheduled || s.Non2xx != 0 || s.SocketErrors != 0 ||
+		!(s.ProxyCPUS > 0) || !(s.ProxyRSSPeakMB > 0) || !(s.LoadgenCPUS > 0) || s.RawFile == "" {
+		t.Errorf("the step through real Envoy, module and Fortio: %+v", s)
+	}
+	meta, err := dataset.ReadMetadata(filepath.Join(out, sweep.MetadataFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta.CoreAssignment["proxy"] != "realnode:1 (exclusive)" {
+		t.Errorf("proxy core assignment %q, want the node's one exclusive CPU 1", meta.CoreAssignment["proxy"])
+	}
+	notes := strings.Join(meta.Notes, "\n")
+	if !strings.Contains(notes, "proxy: pod envoy-") || !strings.Contains(notes, "QoS Guaranteed, cpuset 1 (exclusive)") || !strings.Contains(notes, "kubelet v1.37.2") {
+		t.Errorf("metadata notes lack the verification:\n%s", notes)
+	}
+	pods, err := cp.Client.CoreV1().Pods("wafsweep-realnode").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pod := range pods.Items {
+		if pod.Status.QOSClass != corev1.PodQOSGuaranteed {
+			t.Errorf("pod %s is %s", pod.Name, pod.Status.QOSClass)
+		}
+	}
+}
+
+func freeLoopbackPorts(n int) ([]int32, error) {
+	var out []int32
+	for range n {
+		p, err := envoyproc.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		for _, q := range out {
+			if q == int32(p) {
+				return freeLoopbackPorts(n)
+			}
+		}
+		out = append(out, int32(p))
+	}
+	return out, nil
+}
