@@ -51,7 +51,18 @@ var crsTestDirectives = []string{
 // filterConfig is the corazawaf filter_config JSON for crsTestDirectives.
 func filterConfig(t testing.TB) string {
 	t.Helper()
-	b, err := json.Marshal(map[string][]string{"directives": crsTestDirectives})
+	return filterConfigWith(t, "")
+}
+
+// filterConfigWith sets the acceleration mode as well ("" leaves the
+// module's default).
+func filterConfigWith(t testing.TB, acceleration string) string {
+	t.Helper()
+	cfg := map[string]any{"directives": crsTestDirectives}
+	if acceleration != "" {
+		cfg["acceleration"] = acceleration
+	}
+	b, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatalf("encoding the filter config: %v", err)
 	}

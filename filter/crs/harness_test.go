@@ -51,10 +51,16 @@ type proxy struct {
 // are on 127.0.0.1; Envoy is stopped when the test ends.
 func startProxy(t testing.TB, filterConfig string, upstreamPort int) *proxy {
 	t.Helper()
+	return startProxyWith(t, modulePath(t), filterConfig, upstreamPort)
+}
+
+// startProxyWith is startProxy with a given module, so one test can run
+// the suite against several builds (stock and accelerated).
+func startProxyWith(t testing.TB, module, filterConfig string, upstreamPort int) *proxy {
+	t.Helper()
 	if _, err := envoyproc.FindBinary(); err != nil {
 		requireOrSkip(t, "no Envoy binary: %v", err)
 	}
-	module := modulePath(t)
 	ports, err := envoyproc.FreePorts(2)
 	if err != nil {
 		t.Fatal(err)

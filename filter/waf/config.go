@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/wafsweep/wafsweep/filter/accel"
 )
 
 // Mode says what the filter does with Coraza's verdicts.
@@ -64,6 +66,10 @@ type Config struct {
 	// MetadataNamespace is the dynamic metadata namespace of verdicts
 	// (default "corazawaf").
 	MetadataNamespace string `json:"metadata_namespace"`
+	// Acceleration is off (default), prefilter (remove, per transaction,
+	// phase-2 @rx rules that cannot match; filter/accel) or shadow (decide
+	// the same, remove nothing, count the decisions the rules contradict).
+	Acceleration string `json:"acceleration"`
 
 	// testHooks is only accepted by builds with the corazawaf_testhooks tag.
 	TestHooks *TestHooks `json:"test_hooks,omitempty"`
@@ -131,6 +137,9 @@ func (c *Config) applyDefaults() {
 	if c.MetadataNamespace == "" {
 		c.MetadataNamespace = "corazawaf"
 	}
+	if c.Acceleration == "" {
+		c.Acceleration = defaultAcceleration
+	}
 }
 
 func (c Config) validate() error {
@@ -158,6 +167,9 @@ func (c Config) validate() error {
 		if strings.ContainsAny(d, "\r") {
 			errs = append(errs, fmt.Errorf("directives[%d] contains a carriage return: give one directive per list entry", i))
 		}
+	}
+	if _, err := accel.ParseMode(c.Acceleration); err != nil {
+		errs = append(errs, err)
 	}
 	if c.TestHooks != nil {
 		errs = append(errs, validateTestHooks(*c.TestHooks))

@@ -8,6 +8,8 @@ import (
 
 	"github.com/corazawaf/coraza/v3"
 	"github.com/corazawaf/coraza/v3/types"
+
+	"github.com/wafsweep/wafsweep/filter/accel"
 )
 
 // Engine is a built rule set: a Coraza WAF plus what the glue needs to know
@@ -17,6 +19,8 @@ type Engine struct {
 	mode   Mode
 	limits BodyLimits
 	spec   engineSpec
+	// accel is the accelerator installed in waf, nil when acceleration is off.
+	accel *accel.Accelerator
 
 	detectOnce sync.Once
 	detect     *Engine
@@ -32,6 +36,7 @@ type engineSpec struct {
 	auditMode  string
 	logRules   bool
 	log        Logger
+	accel      accel.Mode
 }
 
 // defaultDirectives come before the user's. SecAuditEngine is set explicitly
@@ -49,17 +54,31 @@ func NewEngine(cfg Config, log Logger) (*Engine, error) {
 		auditMode:  cfg.AuditEngine,
 		logRules:   *cfg.LogMatchedRules,
 		log:        log,
+		accel:      accel.Mode(cfg.Acceleration),
 	})
 }
 
 func newEngine(spec engineSpec) (*Engine, error) {
+	text := spec.directiveText()
+	acc, err := newAccelerator(spec, text)
+	if err != nil {
+		return nil, err
+	}
+	if acc != nil {
+		// The generated rules go first, so that they are the first
+		// rules of phase 2.
+		text = acc.Directives() + text
+	}
 	wafCfg := coraza.NewWAFConfig().
 		WithRootFS(NewRulesFS()).
-		WithDirectives(spec.directiveText())
+		WithDirectives(text)
 	if spec.logRules && spec.log != nil {
 		wafCfg = wafCfg.WithErrorCallback(matchedRuleLogger(spec.log))
 	}
 	w, err := coraza.NewWAF(wafCfg)
+	if acc != nil {
+		acc.Built()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("coraza rejected the directives: %w", err)
 	}
@@ -67,7 +86,50 @@ func newEngine(spec engineSpec) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Engine{waf: w, mode: spec.mode, limits: limits, spec: spec}, nil
+	return &Engine{waf: w, mode: spec.mode, limits: limits, spec: spec, accel: acc}, nil
+}
+
+// newAccelerator prepares the accelerator of an engine, or returns nil
+// when acceleration is off.
+func newAccelerator(spec engineSpec, directives string) (*accel.Accelerator, error) {
+	if spec.accel == "" || spec.accel == accel.Off {
+		return nil, nil
+	}
+	acc, err := accel.New(accel.Options{
+		Mode: spec.accel, Root: NewRulesFS(), Directives: directives, Log: accelLogger{spec.log},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("acceleration: %w", err)
+	}
+	accelLogger{spec.log}.Info("[corazawaf] " + acc.Summary())
+	return acc, nil
+}
+
+// accelLogger adapts the filter's Logger to the accelerator's.
+type accelLogger struct{ log Logger }
+
+func (l accelLogger) Warn(msg string) {
+	if l.log != nil && l.log.Enabled(LevelWarn) {
+		l.log.Log(LevelWarn, msg)
+	}
+}
+
+func (l accelLogger) Info(msg string) {
+	if l.log != nil && l.log.Enabled(LevelInfo) {
+		l.log.Log(LevelInfo, msg)
+	}
+}
+
+// Accelerator returns the engine's accelerator (nil when off).
+func (e *Engine) Accelerator() *accel.Accelerator { return e.accel }
+
+// finishTransaction lets the accelerator drop a closed transaction's
+// state; it returns the shadow-mode disagreements found in it.
+func (e *Engine) finishTransaction(tx types.Transaction) int {
+	if e.accel == nil {
+		return 0
+	}
+	return e.accel.Finish(tx)
 }
 
 func (s engineSpec) directiveText() string {

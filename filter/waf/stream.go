@@ -94,6 +94,9 @@ type Outcome struct {
 	Errors int
 	// InspectionTime is the time spent inside Coraza over all hooks.
 	InspectionTime time.Duration
+	// AccelDisagreements counts the shadow-mode acceleration decisions
+	// that the exact evaluation of this stream contradicted.
+	AccelDisagreements int
 }
 
 // bodyHeadroom is added to the inspection limit when raising Envoy's buffer
@@ -303,6 +306,7 @@ func (s *Stream) Complete() Outcome {
 	}
 	s.startTimer()
 	s.tx.ProcessLogging()
+	s.outcome.AccelDisagreements = s.engine.finishTransaction(s.tx)
 	if err := s.tx.Close(); err != nil {
 		s.outcome.Errors++
 		s.logf(LevelWarn, "closing transaction %s: %v", s.tx.ID(), err)

@@ -26,6 +26,8 @@ type metrics struct {
 	inspectionUS C.size_t // histogram: µs inside Coraza per stream
 	bypassed     C.size_t // counter: streams with the WAF off for their route
 	goroutines   C.size_t // gauge: goroutines of the module's Go runtime (leak watch)
+	// counter: shadow-mode acceleration decisions the exact evaluation contradicted
+	accelDisagreements C.size_t
 }
 
 // Metric kinds, as the C helper wafsweep_define_metric takes them.
@@ -50,6 +52,7 @@ func defineMetrics(cfg C.envoy_dynamic_module_type_http_filter_config_envoy_ptr)
 		{&m.inspectionUS, "inspection_time_us", histogramMetric, nil},
 		{&m.bypassed, "bypassed", counterMetric, nil},
 		{&m.goroutines, "go_goroutines", gaugeMetric, nil},
+		{&m.accelDisagreements, "accel_disagreements", counterMetric, nil},
 	}
 	var errs []error
 	for _, d := range defs {
@@ -87,6 +90,10 @@ func (m *metrics) record(s stream, o waf.Outcome) {
 	}
 	if o.Errors > 0 {
 		m.countError(s, "coraza", uint64(o.Errors))
+	}
+	if o.AccelDisagreements > 0 {
+		C.envoy_dynamic_module_callback_http_filter_increment_counter(s.ptr, m.accelDisagreements, nil, 0,
+			C.uint64_t(o.AccelDisagreements))
 	}
 }
 

@@ -28,6 +28,10 @@ import (
 type Options struct {
 	EnvoyBinary string // default: envoyproc.FindBinary()
 	ModulePath  string // libcorazawaf.so, required for WAF flavors
+	// AcceleratedModulePath is libcorazawaf-accelerated.so, for the
+	// waf-accelerated flavor; empty means the file of that name beside
+	// ModulePath (where `make build` puts both).
+	AcceleratedModulePath string
 	// CPU sets per role. Defaults split the machine: the proxy gets the
 	// upper half of the CPUs, the load generator and backend the rest.
 	ProxyCPUs, LoadgenCPUs, BackendCPUs []int
@@ -143,14 +147,27 @@ func (l *Local) CheckModule(p plan.Plan) error {
 			}
 		}
 		if plan.HasWAF(f) && f != plan.FlavorNginxModSecurity {
-			if l.opts.ModulePath == "" {
+			if module := l.modulePath(f); module == "" {
 				errs = append(errs, fmt.Errorf("flavor %s needs the corazawaf module: run `make build` or pass --module", f))
-			} else if _, err := os.Stat(l.opts.ModulePath); err != nil {
-				errs = append(errs, fmt.Errorf("flavor %s: module %s: %w (run `make build`)", f, l.opts.ModulePath, err))
+			} else if _, err := os.Stat(module); err != nil {
+				errs = append(errs, fmt.Errorf("flavor %s: module %s: %w (run `make build`)", f, module, err))
 			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// modulePath is the corazawaf build a WAF flavor loads: the accelerated
+// build (acceleration on by default) for waf-accelerated, the stock build
+// otherwise.
+func (l *Local) modulePath(flavor string) string {
+	if flavor != plan.FlavorWAFAccelerated {
+		return l.opts.ModulePath
+	}
+	if l.opts.AcceleratedModulePath != "" || l.opts.ModulePath == "" {
+		return l.opts.AcceleratedModulePath
+	}
+	return filepath.Join(filepath.Dir(l.opts.ModulePath), "libcorazawaf-accelerated.so")
 }
 
 // Deploy implements target.Target.
@@ -164,7 +181,7 @@ func (l *Local) Deploy(ctx context.Context, d target.Deployment) (target.Deploye
 	case plan.FlavorDirect:
 		dep.url = "http://" + be.addr()
 		return dep, nil
-	case plan.FlavorEnvoy, plan.FlavorWAF:
+	case plan.FlavorEnvoy, plan.FlavorWAF, plan.FlavorWAFAccelerated:
 		err = dep.startEnvoy(ctx, d)
 	case plan.FlavorNginxModSecurity:
 		err = dep.startNginx(ctx, d)
@@ -187,8 +204,8 @@ func (d *deployed) startEnvoy(ctx context.Context, dep target.Deployment) error 
 		return err
 	}
 	opts := envoyconfig.Options{AdminPort: ports[1], ListenPort: ports[0], UpstreamPort: d.backend.port()}
-	if dep.Config.Flavor == plan.FlavorWAF {
-		opts.WAF = &envoyconfig.WAFFilter{ModulePath: d.local.opts.ModulePath, ConfigJSON: dep.WAFConfigJSON}
+	if dep.Config.Flavor == plan.FlavorWAF || dep.Config.Flavor == plan.FlavorWAFAccelerated {
+		opts.WAF = &envoyconfig.WAFFilter{ModulePath: d.local.modulePath(dep.Config.Flavor), ConfigJSON: dep.WAFConfigJSON}
 	}
 	bootstrap, err := envoyconfig.Build(opts)
 	if err != nil {

@@ -48,3 +48,22 @@ func TestDefaultsSplitTheMachine(t *testing.T) {
 		t.Fatalf("a WAF plan without a module must name the fix: %v", err)
 	}
 }
+
+func TestWAFAcceleratedLoadsTheAcceleratedBuild(t *testing.T) {
+	tests := []struct {
+		opts   Options
+		flavor string
+		want   string
+	}{
+		{Options{ModulePath: "/b/libcorazawaf.so"}, plan.FlavorWAF, "/b/libcorazawaf.so"},
+		{Options{ModulePath: "/b/libcorazawaf.so"}, plan.FlavorWAFAccelerated, "/b/libcorazawaf-accelerated.so"},
+		{Options{ModulePath: "/b/libcorazawaf.so", AcceleratedModulePath: "/x/a.so"}, plan.FlavorWAFAccelerated, "/x/a.so"},
+		{Options{}, plan.FlavorWAFAccelerated, ""},
+	}
+	for _, tt := range tests {
+		l := &Local{opts: tt.opts}
+		if got := l.modulePath(tt.flavor); got != tt.want {
+			t.Errorf("%+v %s: module %q, want %q", tt.opts, tt.flavor, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,349 @@
+// Package accel makes full-CRS inspection cheaper without changing a
+// verdict: per transaction it removes the phase-2 @rx rules that cannot
+// match ("design B" of shared/notes/acceleration.md).
+//
+// At build time it reads the rule set (seclang), picks the candidate rules
+// (ruleplan) and compiles their expressions into one prefilter
+// (multimatch). It then puts generated rules at the start of phase 2: one
+// collector per transformation chain, which sees every value the chain's
+// candidates see and records which expressions match one, then a decider
+// that removes, for this transaction only, each candidate whose expression
+// matched nothing (Coraza's RemoveRuleByID, reached by an interface
+// assertion; without it, nothing is removed and every rule runs). A
+// prefilter hit is confirmed exactly (RE2 fed the expression rewritten
+// with Go's semantics), so a candidate is removed only when its own
+// expression matches none of the values; the prefilter only saves the work
+// on values it rules out. Rules that stay run Coraza's own @rx unchanged.
+//
+// Shadow mode decides the same way but removes nothing; the candidates run
+// as in stock Coraza, and a removal that would have been wrong (the rule
+// matched) is counted and logged as a disagreement.
+package accel
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/wafsweep/wafsweep/filter/accel/exact"
+	"github.com/wafsweep/wafsweep/filter/accel/literals"
+	"github.com/wafsweep/wafsweep/filter/accel/multimatch"
+	"github.com/wafsweep/wafsweep/filter/accel/plugin"
+	"github.com/wafsweep/wafsweep/filter/accel/ruleplan"
+	"github.com/wafsweep/wafsweep/filter/accel/seclang"
+)
+
+// Mode says what the accelerator does.
+type Mode string
+
+const (
+	// Off builds the rule set as it is.
+	Off Mode = "off"
+	// Prefilter removes, per transaction, candidates that cannot match.
+	Prefilter Mode = "prefilter"
+	// Shadow decides as Prefilter does but removes nothing, and counts
+	// decisions the exact evaluation contradicts.
+	Shadow Mode = "shadow"
+)
+
+// ParseMode validates a mode name; "" is Off.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case "":
+		return Off, nil
+	case Off, Prefilter, Shadow:
+		return m, nil
+	}
+	return "", fmt.Errorf("acceleration %q: use prefilter, shadow or off", s)
+}
+
+// FirstRuleID is the first id of the generated rules; they use
+// FirstRuleID..FirstRuleID+999, far above CRS's and ModSecurity's ranges.
+const FirstRuleID = 1_990_000_000
+
+const (
+	decideRuleID = FirstRuleID + 900
+	checkRuleID  = FirstRuleID + 901
+	lastRuleID   = FirstRuleID + 999
+)
+
+// Logger receives the accelerator's messages (fall-backs, disagreements).
+type Logger interface {
+	Warn(msg string)
+	Info(msg string)
+}
+
+// Options configure New.
+type Options struct {
+	Mode Mode
+	// Root resolves Include names, as the WAF's root filesystem does.
+	Root fs.FS
+	// Directives is the complete directive text the WAF is built from.
+	Directives string
+	// Engine builds the prefilter; nil picks DefaultEngine.
+	Engine EngineFactory
+	Log    Logger
+}
+
+// Accelerator is one accelerated rule set. Install its Directives in front
+// of the rule set's own, build the WAF, then call Built; call Finish when a
+// transaction is closed.
+type Accelerator struct {
+	mode        Mode
+	log         Logger
+	candidates  []ruleplan.Candidate // index = prefilter expression index
+	included    multimatch.Bitset    // candidates the collectors cover
+	collectors  []collector
+	collectorOf []int // candidate -> collector, -1 when not covered
+	engine      Engine
+	confirm     []*exact.Confirm // exact answer for prefilter hits
+	minLen      []int            // shorter values cannot match
+	reference   []*exact.Go      // Coraza's own engine, for shadow checks
+	directives  string
+	token       string
+	unregister  func()
+	excluded    []ruleplan.Exclusion
+	buildTime   time.Duration
+
+	runtime
+}
+
+// collector is one generated rule: a transformation chain and the union
+// of its candidates' targets.
+type collector struct {
+	targets         []string
+	transformations []string
+	multiMatch      bool
+	candidates      []int
+	// direct are the candidates decided value by value (Engine.Direct).
+	direct []int
+}
+
+// New analyses the rule set and prepares the generated rules. It fails
+// only on rule text it cannot read; a rule set with nothing to accelerate
+// yields an accelerator with no generated rules.
+func New(opts Options) (*Accelerator, error) {
+	start := time.Now()
+	if opts.Mode == Off || opts.Mode == "" {
+		return nil, errors.New("accel.New with mode off: build the WAF without an accelerator")
+	}
+	directives, err := seclang.Read(opts.Root, opts.Directives)
+	if err != nil {
+		return nil, fmt.Errorf("reading the rule set for acceleration: %w", err)
+	}
+	rs, err := seclang.Parse(directives)
+	if err != nil {
+		return nil, fmt.Errorf("analysing the rule set for acceleration: %w", err)
+	}
+	plan := ruleplan.Analyze(rs)
+	a := &Accelerator{mode: opts.Mode, log: opts.Log, candidates: plan.Candidates, excluded: plan.Excluded}
+	if a.log == nil {
+		a.log = discard{}
+	}
+	exprs := make([]string, len(a.candidates))
+	for i, c := range a.candidates {
+		exprs[i] = c.Expr
+	}
+	engine := opts.Engine
+	if engine == nil {
+		engine = DefaultEngine
+	}
+	if a.engine, err = engine(exprs); err != nil {
+		return nil, fmt.Errorf("compiling the matcher: %w", err)
+	}
+	a.minLen = make([]int, len(exprs))
+	for i := range exprs {
+		if a.minLen[i], err = literals.MinLen(exprs[i]); err != nil {
+			return nil, err
+		}
+	}
+	a.confirm = make([]*exact.Confirm, len(exprs))
+	a.reference = make([]*exact.Go, len(exprs))
+	for i := range exprs {
+		a.confirm[i] = exact.NewConfirm(exprs[i])
+		a.reference[i] = exact.NewGo(exprs[i])
+	}
+	a.plan()
+	a.runtime.init(a)
+	a.token, a.unregister = plugin.Register(a)
+	a.directives = a.generate()
+	a.buildTime = time.Since(start)
+	return a, nil
+}
+
+// plan groups the candidates the engine covers into collectors. A chain
+// that is a prefix of a longer one rides on the longer one's collector,
+// which then runs with multiMatch: it sees the value after every step of
+// its chain that changed it, so after every prefix chain too (a step that
+// changes nothing leaves the previous value, already seen). Fewer
+// collectors mean fewer passes over the values; multiMatch values skip
+// Coraza's transformation cache, whose lookups cost more than these
+// transformations.
+func (a *Accelerator) plan() {
+	a.included = multimatch.NewBitset(len(a.candidates))
+	a.collectorOf = make([]int, len(a.candidates))
+	var covered []int
+	for i, c := range a.candidates {
+		a.collectorOf[i] = -1
+		if !a.engine.Prefilter.Filtered(i) && a.engine.Direct[i] == nil {
+			a.excluded = append(a.excluded, ruleplan.Exclusion{ID: c.ID, Reason: "expression has no fixed text to look for"})
+			continue
+		}
+		covered = append(covered, i)
+	}
+	// The longest chains first: each becomes a collector unless it is a
+	// prefix of one already chosen.
+	byLength := slices.Clone(covered)
+	slices.SortStableFunc(byLength, func(x, y int) int {
+		return len(a.candidates[y].Transformations) - len(a.candidates[x].Transformations)
+	})
+	for _, i := range byLength {
+		c := a.candidates[i]
+		n := -1
+		for k := range a.collectors {
+			if isPrefix(c.Transformations, a.collectors[k].transformations) {
+				n = k
+				break
+			}
+		}
+		if n < 0 {
+			n = len(a.collectors)
+			a.collectors = append(a.collectors, collector{transformations: c.Transformations})
+		}
+		col := &a.collectors[n]
+		// Every collector runs with multiMatch: besides covering prefix
+		// chains, it skips Coraza's transformation cache, whose map
+		// lookups (one per prefix of the chain, per value) cost more than
+		// the transformations of benign values, which mostly change
+		// nothing and so add no value to scan.
+		col.multiMatch = true
+		col.candidates = append(col.candidates, i)
+		if a.engine.Direct[i] != nil {
+			col.direct = append(col.direct, i)
+		}
+		col.targets = unionTargets(col.targets, c.Targets)
+		a.collectorOf[i] = n
+		a.included.Set(i)
+	}
+	for k := range a.collectors {
+		slices.Sort(a.collectors[k].candidates)
+		slices.Sort(a.collectors[k].direct)
+	}
+}
+
+// isPrefix reports whether chain is a prefix of (or equal to) of, by
+// transformation name (Coraza's names are case-insensitive).
+func isPrefix(chain, of []string) bool {
+	if len(chain) > len(of) {
+		return false
+	}
+	for i := range chain {
+		if !strings.EqualFold(chain[i], of[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// unionTargets adds a rule's positive targets to a collector's. Negated
+// targets are left out: the collector then sees more values than the rule,
+// never fewer.
+func unionTargets(have []string, targets string) []string {
+	vars, err := seclang.ParseVariables(targets)
+	if err != nil {
+		return have
+	}
+	for _, v := range vars {
+		if v.Negated {
+			continue
+		}
+		t := v.Name
+		if v.Key != "" {
+			t += ":" + v.Key
+		}
+		if !slices.Contains(have, t) && !slices.Contains(have, v.Name) {
+			have = append(have, t)
+		}
+		if v.Key == "" {
+			// The whole collection covers its keyed entries.
+			have = slices.DeleteFunc(have, func(s string) bool { return strings.HasPrefix(s, v.Name+":") })
+		}
+	}
+	return have
+}
+
+// generate writes the collector, decider and (shadow) check rules.
+func (a *Accelerator) generate() string {
+	if len(a.collectors) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for i, c := range a.collectors {
+		fmt.Fprintf(&b, "SecRule %s \"@%s %s:%d\" \"id:%d,phase:2,pass,nolog,noauditlog,t:none",
+			strings.Join(c.targets, "|"), plugin.CollectOperator, a.token, i, FirstRuleID+i)
+		for _, t := range c.transformations {
+			b.WriteString(",t:" + t)
+		}
+		if c.multiMatch {
+			b.WriteString(",multiMatch")
+		}
+		b.WriteString("\"\n")
+	}
+	fmt.Fprintf(&b, "SecRule REQUEST_METHOD \"@%s %s\" \"id:%d,phase:2,pass,nolog,noauditlog,t:none\"\n",
+		plugin.DecideOperator, a.token, decideRuleID)
+	if a.mode == Shadow {
+		fmt.Fprintf(&b, "SecRule REQUEST_METHOD \"@%s %s\" \"id:%d,phase:5,pass,nolog,noauditlog,t:none\"\n",
+			plugin.CheckOperator, a.token, checkRuleID)
+	}
+	return b.String()
+}
+
+// Directives are the generated rules, to put before every other directive
+// so that they are the first rules of phase 2.
+func (a *Accelerator) Directives() string { return a.directives }
+
+// Built tells the accelerator its WAF exists: the generated rules have
+// found their handler, which no longer needs to be registered.
+func (a *Accelerator) Built() {
+	if a.unregister != nil {
+		a.unregister()
+		a.unregister = nil
+	}
+}
+
+// Mode reports the mode.
+func (a *Accelerator) Mode() Mode { return a.mode }
+
+// Summary describes the accelerated rule set for Envoy's log.
+func (a *Accelerator) Summary() string {
+	covered := 0
+	for i := range a.candidates {
+		if a.included.Has(i) {
+			covered++
+		}
+	}
+	return fmt.Sprintf("acceleration %s: %d of %d candidate rules covered by %d collectors (%s engine), %d rules kept out, prepared in %s",
+		a.mode, covered, len(a.candidates), len(a.collectors), a.engine.Prefilter.Name(), len(a.excluded), a.buildTime.Round(time.Millisecond))
+}
+
+// Covered lists the ids of the candidate rules the accelerator may remove.
+func (a *Accelerator) Covered() []int {
+	var ids []int
+	for i, c := range a.candidates {
+		if a.included.Has(i) {
+			ids = append(ids, c.ID)
+		}
+	}
+	return ids
+}
+
+// Excluded lists the rules that looked like candidates but are kept, with why.
+func (a *Accelerator) Excluded() []ruleplan.Exclusion { return slices.Clone(a.excluded) }
+
+type discard struct{}
+
+func (discard) Warn(string) {}
+func (discard) Info(string) {}

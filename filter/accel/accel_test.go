@@ -1,0 +1,223 @@
+package accel
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+
+	"github.com/corazawaf/coraza/v3"
+	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
+	"github.com/corazawaf/coraza/v3/types"
+
+	"github.com/wafsweep/wafsweep/filter/accel/exact"
+	"github.com/wafsweep/wafsweep/filter/accel/multimatch"
+)
+
+// rules is a small rule set with two candidates (1001, 1002) and a rule
+// that stays (1003: phase 1).
+const rules = `SecRuleEngine On
+SecRule ARGS "@rx (?i)union\s+select" "id:1001,phase:2,deny,status:403,log,t:none,t:lowercase,msg:'sqli'"
+SecRule ARGS|REQUEST_HEADERS:User-Agent "@rx <script" "id:1002,phase:2,deny,status:403,log,t:none,t:urlDecodeUni,msg:'xss'"
+SecRule ARGS "@rx evil" "id:1003,phase:1,deny,status:403,log,t:none"
+`
+
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) Warn(m string) { l.add(m) }
+func (l *logLines) Info(m string) { l.add(m) }
+func (l *logLines) add(m string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, m)
+}
+func (l *logLines) has(s string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range l.lines {
+		if strings.Contains(line, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func build(t *testing.T, mode Mode, engine EngineFactory) (coraza.WAF, *Accelerator, *logLines) {
+	t.Helper()
+	log := &logLines{}
+	a, err := New(Options{Mode: mode, Root: fstest.MapFS{}, Directives: rules, Engine: engine, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := coraza.NewWAF(coraza.NewWAFConfig().WithDirectives(a.Directives() + rules))
+	a.Built()
+	if err != nil {
+		t.Fatalf("coraza rejects the generated rules: %v\n%s", err, a.Directives())
+	}
+	return w, a, log
+}
+
+// run sends one request with query args and returns the matched rule ids.
+func run(t *testing.T, w coraza.WAF, a *Accelerator, query string) (matched []int, it *types.Interruption, disagreements int) {
+	t.Helper()
+	tx := w.NewTransaction()
+	tx.ProcessURI("/?"+query, "GET", "HTTP/1.1")
+	tx.AddRequestHeader("User-Agent", "test")
+	if it = tx.ProcessRequestHeaders(); it == nil {
+		var err error
+		if it, err = tx.ProcessRequestBody(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx.ProcessLogging()
+	disagreements = a.Finish(tx)
+	for _, m := range tx.MatchedRules() {
+		matched = append(matched, m.Rule().ID())
+	}
+	if err := tx.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return matched, it, disagreements
+}
+
+func TestPrefilterRemovesOnlyRulesThatCannotMatch(t *testing.T) {
+	w, a, _ := build(t, Prefilter, nil)
+	if got := a.Covered(); fmt.Sprint(got) != "[1001 1002]" {
+		t.Fatalf("covered %v, want [1001 1002]", got)
+	}
+	tests := []struct {
+		query    string
+		wantRule int // 0: nothing blocks
+		removed  uint64
+	}{
+		{"q=hello", 0, 2},
+		{"q=1+UNION+SELECT+2", 1001, 1},
+		{"q=%3Cscript%3E", 1002, 1}, // seen only after t:urlDecodeUni
+		{"q=evil", 1003, 0},         // phase 1 blocks before phase 2 runs
+	}
+	for _, tt := range tests {
+		before := a.Stats().Removed
+		_, it, _ := run(t, w, a, tt.query)
+		got := 0
+		if it != nil {
+			got = it.RuleID
+		}
+		if got != tt.wantRule {
+			t.Errorf("%s: blocked by %d, want %d", tt.query, got, tt.wantRule)
+		}
+		if removed := a.Stats().Removed - before; removed != tt.removed {
+			t.Errorf("%s: %d rules removed, want %d", tt.query, removed, tt.removed)
+		}
+	}
+	if n := stateCount(a); n != 0 {
+		t.Errorf("%d transaction states left behind", n)
+	}
+}
+
+// blind is an engine that rules out every expression for every value: a
+// broken matcher, which shadow mode must catch.
+func blind(exprs []string) (Engine, error) {
+	return Engine{Prefilter: nothing{len(exprs)}, Direct: make([]exact.Matcher, len(exprs))}, nil
+}
+
+type nothing struct{ n int }
+
+func (nothing) MayMatch(_ string, hits []int32, s []byte) ([]int32, []byte) { return hits, s }
+func (nothing) Filtered(int) bool                                           { return true }
+func (nothing) Name() string                                                { return "blind" }
+
+var _ multimatch.Prefilter = nothing{}
+
+func TestShadowCountsWhatABrokenMatcherWouldHaveMissed(t *testing.T) {
+	w, a, log := build(t, Shadow, blind)
+	matched, it, disagreements := run(t, w, a, "q=1+UNION+SELECT+2")
+	if it == nil || it.RuleID != 1001 {
+		t.Fatalf("shadow mode must not change the verdict: interruption %+v, matched %v", it, matched)
+	}
+	// The value check catches the miss (and keeps the rule, so the
+	// rule-level check does not count it a second time).
+	if disagreements != 1 || a.Stats().Disagreements != 1 {
+		t.Errorf("disagreements %d (total %d), want 1", disagreements, a.Stats().Disagreements)
+	}
+	if !log.has("acceleration disagreement") {
+		t.Errorf("no disagreement logged: %q", log.lines)
+	}
+	if _, _, d := run(t, w, a, "q=hello"); d != 0 {
+		t.Errorf("benign request: %d disagreements", d)
+	}
+}
+
+func TestShadowAgreesWithTheRealEngine(t *testing.T) {
+	w, a, _ := build(t, Shadow, nil)
+	for _, q := range []string{"q=hello", "q=1+UNION+SELECT+2", "q=%3Cscript%3E", "a=b&c=select+union"} {
+		if _, _, d := run(t, w, a, q); d != 0 {
+			t.Errorf("%s: %d disagreements", q, d)
+		}
+	}
+}
+
+// hidden wraps a transaction so that RemoveRuleByID is out of reach, as it
+// would be if Coraza renamed or dropped the method.
+type hidden struct{ plugintypes.TransactionState }
+
+func TestFallsBackToExactEvaluationWithoutRemoveRuleByID(t *testing.T) {
+	w, a, log := build(t, Prefilter, nil)
+	tx := w.NewTransaction()
+	defer tx.Close()
+	state := tx.(plugintypes.TransactionState)
+	a.Decide(hidden{state})
+	if a.Stats().Fallbacks != 1 || a.Stats().Removed != 0 {
+		t.Errorf("stats %+v, want one fallback and no removal", a.Stats())
+	}
+	if !log.has("has no RemoveRuleByID") {
+		t.Errorf("fallback not logged: %q", log.lines)
+	}
+	if n := stateCount(a); n != 0 {
+		t.Errorf("%d transaction states left behind", n)
+	}
+}
+
+func TestNothingIsRemovedWhenTheGeneratedRulesAreRemoved(t *testing.T) {
+	text := rules + `SecAction "id:1,phase:1,pass,nolog,ctl:ruleRemoveById=1990000000-1990000999"` + "\n"
+	a, err := New(Options{Mode: Prefilter, Root: fstest.MapFS{}, Directives: text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := coraza.NewWAF(coraza.NewWAFConfig().WithDirectives(a.Directives() + text))
+	a.Built()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, w, a, "q=hello")
+	if a.Stats().Removed != 0 {
+		t.Errorf("%d rules removed although the collectors never ran", a.Stats().Removed)
+	}
+}
+
+func TestModeAndRegistrationErrors(t *testing.T) {
+	if _, err := ParseMode("fast"); err == nil {
+		t.Error("ParseMode accepts an unknown mode")
+	}
+	if m, err := ParseMode(""); err != nil || m != Off {
+		t.Errorf("ParseMode(\"\") = %v, %v", m, err)
+	}
+	_, err := coraza.NewWAF(coraza.NewWAFConfig().WithDirectives(`SecRule ARGS "@accelCollect nobody:0" "id:5,phase:2"`))
+	if err == nil || !strings.Contains(err.Error(), "not registered") {
+		t.Errorf("an unregistered token must be rejected, got %v", err)
+	}
+	_, err = New(Options{Mode: Prefilter, Root: fstest.MapFS{}, Directives: "Include missing.conf"})
+	if err == nil || errors.Unwrap(err) == nil {
+		t.Errorf("a missing include must be a wrapped error, got %v", err)
+	}
+}
+
+func stateCount(a *Accelerator) int {
+	n := 0
+	a.states.Range(func(any, any) bool { n++; return true })
+	return n
+}

@@ -1,0 +1,360 @@
+//go:build corazawaf_hyperscan
+
+// Package hyperscan is the accelerator's native prefilter: Hyperscan 5.4.0
+// (Debian's libhyperscan-dev; never Debian's Vectorscan 5.4.9, which
+// misses matches on AVX-512 machines) scanning a value once for all
+// expressions. Expressions are rewritten from Go's parse tree (package
+// translate) and compiled with UTF-8, multi-line and single-match flags;
+// one Hyperscan cannot take exactly is compiled in its prefilter mode (a
+// superset), and the accelerator confirms every hit anyway. Values are
+// scanned with invalid UTF-8 bytes replaced by U+FFFD, as Go's regexp
+// reads them (Hyperscan's UTF-8 mode requires valid input).
+//
+// Compiling CRS takes tens of seconds, so databases are serialized into a
+// cache directory keyed by their content ($CORAZAWAF_HS_CACHE, else the
+// user cache directory); `make build` fills it ahead of time.
+package hyperscan
+
+/*
+#cgo LDFLAGS: -lhs
+#include <stdlib.h>
+#include <string.h>
+#include <hs/hs.h>
+
+// hits collects match ids in C memory: one C callback per match, no Go.
+typedef struct { unsigned int *ids; unsigned int n, cap; } wafsweep_hits;
+
+static int wafsweep_on_match(unsigned int id, unsigned long long from, unsigned long long to,
+                             unsigned int flags, void *ctx) {
+	wafsweep_hits *h = (wafsweep_hits *)ctx;
+	if (h->n < h->cap) h->ids[h->n++] = id;
+	return 0;
+}
+
+static hs_error_t wafsweep_scan(const hs_database_t *db, const char *data, unsigned int len,
+                                hs_scratch_t *scratch, unsigned int *ids, unsigned int cap, unsigned int *n) {
+	wafsweep_hits h = {ids, 0, cap};
+	hs_error_t err = hs_scan(db, data, len, 0, scratch, wafsweep_on_match, &h);
+	*n = h.n;
+	return err;
+}
+
+static hs_error_t wafsweep_compile_one(const char *expr, unsigned int flags, hs_database_t **db, char **msg) {
+	hs_compile_error_t *cerr = NULL;
+	hs_error_t err = hs_compile(expr, flags, HS_MODE_BLOCK, NULL, db, &cerr);
+	if (err != HS_SUCCESS && cerr != NULL) {
+		*msg = strdup(cerr->message);
+		hs_free_compile_error(cerr);
+	}
+	return err;
+}
+
+static hs_error_t wafsweep_compile_multi(const char *const *exprs, const unsigned int *flags,
+                                         const unsigned int *ids, unsigned int n, hs_database_t **db, char **msg) {
+	hs_compile_error_t *cerr = NULL;
+	hs_error_t err = hs_compile_multi(exprs, flags, ids, n, HS_MODE_BLOCK, NULL, db, &cerr);
+	if (err != HS_SUCCESS && cerr != NULL) {
+		*msg = strdup(cerr->message);
+		hs_free_compile_error(cerr);
+	}
+	return err;
+}
+*/
+import "C"
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/wafsweep/wafsweep/filter/accel/translate"
+)
+
+const (
+	flagsExact     = C.HS_FLAG_UTF8 | C.HS_FLAG_MULTILINE | C.HS_FLAG_SINGLEMATCH | C.HS_FLAG_ALLOWEMPTY
+	flagsPrefilter = flagsExact | C.HS_FLAG_PREFILTER
+)
+
+// disableEnv set to "off" makes Supported fail, to run (and test) the
+// pure-Go fall-back on a machine that has Hyperscan.
+const disableEnv = "CORAZAWAF_HYPERSCAN"
+
+// Supported reports whether this CPU can run Hyperscan (x86-64 with SSSE3).
+func Supported() error {
+	if os.Getenv(disableEnv) == "off" {
+		return errors.New("disabled by " + disableEnv + "=off")
+	}
+	if C.hs_valid_platform() != C.HS_SUCCESS {
+		return errors.New("this CPU lacks what Hyperscan needs (SSSE3)")
+	}
+	return nil
+}
+
+// Version is the linked Hyperscan's version string.
+func Version() string { return C.GoString(C.hs_version()) }
+
+// Database scans values for a fixed list of expressions.
+type Database struct {
+	db       *C.hs_database_t
+	scratch  sync.Pool // *C.hs_scratch_t
+	proto    *C.hs_scratch_t
+	covered  []bool // expression compiled (exactly or as prefilter)
+	inexact  []bool // compiled in prefilter mode
+	n        int
+	FromDisk bool // loaded from the cache
+}
+
+// Options say how expressions are compiled.
+type Options struct {
+	// Skip[i] leaves expression i out (the caller checks it otherwise).
+	Skip []bool
+	// NoPrefilterMode leaves out expressions Hyperscan cannot take
+	// exactly, instead of compiling them as an approximation.
+	NoPrefilterMode bool
+	// CacheDir overrides the cache directory ("-" disables the cache).
+	CacheDir string
+}
+
+// Compile builds (or loads from the cache) a database for exprs, Go
+// syntax as regexp.Compile takes it.
+func Compile(exprs []string, opts Options) (*Database, error) {
+	if err := Supported(); err != nil {
+		return nil, err
+	}
+	d := &Database{n: len(exprs), covered: make([]bool, len(exprs)), inexact: make([]bool, len(exprs))}
+	translated := make([]string, len(exprs))
+	for i, expr := range exprs {
+		if i < len(opts.Skip) && opts.Skip[i] {
+			continue
+		}
+		if tr, err := translate.Translate(expr, translate.Hyperscan); err == nil {
+			translated[i] = tr
+		}
+	}
+	path := cachePath(opts.CacheDir, cacheKey(translated, opts.NoPrefilterMode))
+	if path != "" {
+		if err := d.load(path); err == nil {
+			d.FromDisk = true
+		}
+	}
+	if d.db == nil {
+		var patterns []string
+		var flags, ids []C.uint
+		for i, tr := range translated {
+			if tr == "" {
+				continue
+			}
+			f, ok := classify(tr, opts.NoPrefilterMode)
+			if !ok {
+				continue
+			}
+			d.covered[i], d.inexact[i] = true, f == flagsPrefilter
+			patterns = append(patterns, tr)
+			flags = append(flags, C.uint(f))
+			ids = append(ids, C.uint(i))
+		}
+		if len(patterns) == 0 {
+			return d, nil
+		}
+		db, err := compileMulti(patterns, flags, ids)
+		if err != nil {
+			return nil, err
+		}
+		d.db = db
+		if path != "" {
+			_ = d.store(path) // a cache that cannot be written only costs time
+		}
+	}
+	if C.hs_alloc_scratch(d.db, &d.proto) != C.HS_SUCCESS {
+		C.hs_free_database(d.db)
+		return nil, errors.New("hyperscan: allocating scratch space failed")
+	}
+	runtime.SetFinalizer(d, (*Database).free)
+	return d, nil
+}
+
+// classify compiles one translated expression alone to find the flags it
+// takes: exact when possible, else prefilter mode.
+func classify(tr string, noPrefilter bool) (C.uint, bool) {
+	if compileOne(tr, flagsExact) == nil {
+		return flagsExact, true
+	}
+	if !noPrefilter && compileOne(tr, flagsPrefilter) == nil {
+		return flagsPrefilter, true
+	}
+	return 0, false
+}
+
+func compileOne(tr string, flags C.uint) error {
+	cs := C.CString(tr)
+	defer C.free(unsafe.Pointer(cs))
+	var db *C.hs_database_t
+	var msg *C.char
+	if C.wafsweep_compile_one(cs, flags, &db, &msg) != C.HS_SUCCESS {
+		defer C.free(unsafe.Pointer(msg))
+		return fmt.Errorf("hyperscan: %s", C.GoString(msg))
+	}
+	C.hs_free_database(db)
+	return nil
+}
+
+func compileMulti(patterns []string, flags, ids []C.uint) (*C.hs_database_t, error) {
+	cs := make([]*C.char, len(patterns))
+	for i, p := range patterns {
+		cs[i] = C.CString(p)
+	}
+	defer func() {
+		for _, c := range cs {
+			C.free(unsafe.Pointer(c))
+		}
+	}()
+	// The pointer array lives in C memory: cgo forbids passing Go memory
+	// that holds pointers.
+	arr := (**C.char)(C.malloc(C.size_t(len(cs)) * C.size_t(unsafe.Sizeof(cs[0]))))
+	defer C.free(unsafe.Pointer(arr))
+	copy(unsafe.Slice(arr, len(cs)), cs)
+	var db *C.hs_database_t
+	var msg *C.char
+	if C.wafsweep_compile_multi((**C.char)(unsafe.Pointer(arr)), &flags[0], &ids[0], C.uint(len(patterns)), &db, &msg) != C.HS_SUCCESS {
+		defer C.free(unsafe.Pointer(msg))
+		return nil, fmt.Errorf("hyperscan: compiling %d expressions: %s", len(patterns), C.GoString(msg))
+	}
+	return db, nil
+}
+
+func (d *Database) free() {
+	if d.proto != nil {
+		C.hs_free_scratch(d.proto)
+	}
+	if d.db != nil {
+		C.hs_free_database(d.db)
+	}
+}
+
+// Covered reports whether expression i is in the database.
+func (d *Database) Covered(i int) bool { return d.covered[i] }
+
+// Inexact reports whether expression i was compiled in prefilter mode.
+func (d *Database) Inexact(i int) bool { return d.inexact[i] }
+
+// Scan appends the ids of the expressions matching value (valid UTF-8) to
+// hits, using buf, which must come from NewIDs.
+func (d *Database) Scan(value string, hits []int32, buf *IDs) ([]int32, error) {
+	ids := buf.buf
+	if d.db == nil {
+		return hits, nil
+	}
+	s, _ := d.scratch.Get().(*C.hs_scratch_t)
+	if s == nil {
+		if C.hs_clone_scratch(d.proto, &s) != C.HS_SUCCESS {
+			return hits, errors.New("hyperscan: cloning scratch space failed")
+		}
+	}
+	var n C.uint
+	var data *C.char
+	if len(value) > 0 {
+		data = (*C.char)(unsafe.Pointer(unsafe.StringData(value)))
+	} else {
+		data = (*C.char)(unsafe.Pointer(&ids[0])) // any valid pointer: zero bytes are read
+	}
+	err := C.wafsweep_scan(d.db, data, C.uint(len(value)), s, &ids[0], C.uint(len(ids)), &n)
+	d.scratch.Put(s)
+	runtime.KeepAlive(value)
+	if err != C.HS_SUCCESS {
+		return hits, fmt.Errorf("hyperscan: scan failed (%d)", int(err))
+	}
+	for _, id := range ids[:n] {
+		hits = append(hits, int32(id))
+	}
+	return hits, nil
+}
+
+// IDs is a buffer Scan fills; one per concurrent scan.
+type IDs struct{ buf []C.uint }
+
+// NewIDs returns a buffer with room for every expression of d.
+func (d *Database) NewIDs() *IDs { return &IDs{make([]C.uint, max(d.n, 1))} }
+
+func cacheKey(translated []string, noPrefilter bool) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "hyperscan %s flags %d/%d noprefilter %v\n", Version(), flagsExact, flagsPrefilter, noPrefilter)
+	for i, p := range translated {
+		fmt.Fprintf(h, "%d %d %s\n", i, len(p), p)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+func cachePath(dir, key string) string {
+	if dir == "-" {
+		return ""
+	}
+	if dir == "" {
+		dir = os.Getenv("CORAZAWAF_HS_CACHE")
+	}
+	if dir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(base, "corazawaf", "hyperscan")
+	}
+	return filepath.Join(dir, key+".hsdb")
+}
+
+// A cache file is one byte per expression (0 left out, 1 exact, 2
+// prefilter mode) followed by the serialized database.
+func (d *Database) load(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if len(b) <= d.n {
+		return fmt.Errorf("%s: truncated", path)
+	}
+	for i, c := range b[:d.n] {
+		d.covered[i], d.inexact[i] = c != 0, c == 2
+	}
+	body := b[d.n:]
+	cb := C.CBytes(body)
+	defer C.free(cb)
+	var db *C.hs_database_t
+	if C.hs_deserialize_database((*C.char)(cb), C.size_t(len(body)), &db) != C.HS_SUCCESS {
+		clear(d.covered)
+		clear(d.inexact)
+		return fmt.Errorf("hyperscan: %s is not a database of this version", path)
+	}
+	d.db = db
+	return nil
+}
+
+func (d *Database) store(path string) error {
+	var bytes *C.char
+	var size C.size_t
+	if C.hs_serialize_database(d.db, &bytes, &size) != C.HS_SUCCESS {
+		return errors.New("hyperscan: serializing failed")
+	}
+	defer C.free(unsafe.Pointer(bytes))
+	head := make([]byte, d.n)
+	for i := range head {
+		switch {
+		case d.inexact[i]:
+			head[i] = 2
+		case d.covered[i]:
+			head[i] = 1
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
+	if err := os.WriteFile(tmp, append(head, C.GoBytes(unsafe.Pointer(bytes), C.int(size))...), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,115 @@
+package ruleplan
+
+import (
+	"reflect"
+	"testing"
+	"testing/fstest"
+
+	"github.com/wafsweep/wafsweep/filter/accel/seclang"
+)
+
+func analyze(t *testing.T, text string) Plan {
+	t.Helper()
+	ds, err := seclang.Read(fstest.MapFS{}, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := seclang.Parse(ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Analyze(rs)
+}
+
+func TestAnalyzeFindsCandidatesAndSaysWhyOthersStay(t *testing.T) {
+	text := `SecRule ARGS "@rx union" "id:1,phase:2,t:none,t:lowercase,tag:'paranoia-level/2'"
+SecRule ARGS "@rx union" "id:2,phase:1,t:none"
+SecRule ARGS "!@rx union" "id:3,phase:2,t:none"
+SecRule ARGS "@rx union" "id:4,phase:2,t:lowercase"
+SecRule TX:foo "@rx union" "id:5,phase:2,t:none"
+SecRule &ARGS "@rx 1" "id:6,phase:2,t:none"
+SecRule ARGS "@rx \xff\xfe" "id:7,phase:2,t:none"
+SecRule ARGS "@streq union" "id:8,phase:2,t:none"
+SecRule REQUEST_HEADERS:User-Agent|ARGS_NAMES "@rx curl" "id:9,phase:2,t:none,multiMatch,chain"
+SecRule TX:x "@eq 1" "t:none"
+SecRule ARGS "@rx a" "id:10,phase:2,t:none"
+SecRuleUpdateTargetById 10 "REQUEST_BODY"
+SecRule ARGS "@rx b" "id:11,phase:2,t:none"
+SecRuleUpdateTargetById 11 "!ARGS:safe"
+SecRule ARGS "@rx c" "id:12,phase:2,t:none"
+SecRuleUpdateActionById 12 "t:urlDecode"
+`
+	p := analyze(t, text)
+	var ids []int
+	for _, c := range p.Candidates {
+		ids = append(ids, c.ID)
+	}
+	if want := []int{1, 9, 11}; !reflect.DeepEqual(ids, want) {
+		t.Errorf("candidates %v, want %v", ids, want)
+	}
+	first := p.Candidates[0]
+	if first.Expr != "(?sm)union" || !reflect.DeepEqual(first.Transformations, []string{"lowercase"}) || first.Paranoia != 2 {
+		t.Errorf("candidate 1: %+v", first)
+	}
+	if !p.Candidates[1].MultiMatch {
+		t.Errorf("candidate 9 lost multiMatch: %+v", p.Candidates[1])
+	}
+	reasons := map[int]string{}
+	for _, e := range p.Excluded {
+		reasons[e.ID] = e.Reason
+	}
+	for id, want := range map[int]string{
+		3: "negated operator", 4: "no t:none (default transformations would apply)",
+		5: "target TX can change during phase 2", 6: "counts a collection (&ARGS)",
+		7:  "binary pattern (Coraza matches it with binaryregexp)",
+		10: "targets extended by SecRuleUpdateTarget", 12: "actions changed by SecRuleUpdateActionById",
+	} {
+		if reasons[id] != want {
+			t.Errorf("rule %d: reason %q, want %q", id, reasons[id], want)
+		}
+	}
+}
+
+// Coraza does not count removed rules against skip:N, so removing a rule
+// the skip would have landed on moves the skip onto the next rule. The
+// window runs N rules, or to the next SecMarker when that is further.
+func TestSkipWindowsStayOut(t *testing.T) {
+	text := `SecRule ARGS "@rx a" "id:1,phase:2,t:none"
+SecRule REQBODY_PROCESSOR "@streq JSON" "id:2,phase:2,pass,t:none,skip:1"
+SecRule ARGS "@rx b" "id:3,phase:1,t:none"
+SecRule ARGS "@rx c" "id:4,phase:2,t:none"
+SecRule ARGS "@rx d" "id:5,phase:2,t:none"
+SecMarker END
+SecRule ARGS "@rx e" "id:6,phase:2,t:none"
+`
+	p := analyze(t, text)
+	var ids []int
+	for _, c := range p.Candidates {
+		ids = append(ids, c.ID)
+	}
+	if want := []int{1, 6}; !reflect.DeepEqual(ids, want) {
+		t.Errorf("candidates %v, want %v (4 is skipped by 2, 5 is before the marker)", ids, want)
+	}
+}
+
+func TestMatchesArbitraryBytesDecidesAsCoraza(t *testing.T) {
+	tests := []struct {
+		expr string
+		want bool
+	}{
+		{`abc`, false},
+		{`\xff`, true},
+		{`\x{ff}x`, true},
+		{`\xc3\xa9`, false}, // é spelled as bytes is valid UTF-8
+		{`\x41\x42`, false},
+		{`[\x00-\x7f]`, false},
+		{`[\x80-\xff]`, true},
+		{`a\x`, false},
+		{`\x{100}`, false},
+	}
+	for _, tt := range tests {
+		if got := MatchesArbitraryBytes("(?sm)" + tt.expr); got != tt.want {
+			t.Errorf("MatchesArbitraryBytes(%q) = %v, want %v", tt.expr, got, tt.want)
+		}
+	}
+}

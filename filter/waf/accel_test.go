@@ -1,0 +1,173 @@
+package waf
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/wafsweep/wafsweep/filter/internal/crscorpus"
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
+)
+
+func accelEngine(t testing.TB, tier, mode string, log Logger, extra ...string) *Engine {
+	t.Helper()
+	cfg := tierConfig(t, tier, extra...)
+	cfg.Acceleration = mode
+	e, err := NewEngine(cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// matchedIDs drives one request and returns the ids of the rules that
+// matched, sorted, and the shadow disagreements.
+func matchedIDs(e *Engine, req RequestHead, body []byte) ([]int, int) {
+	tx := e.newTransaction("")
+	drive(tx, req, body)
+	tx.ProcessLogging()
+	disagreements := e.finishTransaction(tx)
+	var ids []int
+	for _, m := range tx.MatchedRules() {
+		ids = append(ids, m.Rule().ID())
+	}
+	tx.Close()
+	slices.Sort(ids)
+	return ids, disagreements
+}
+
+// accelCorpus is benign traffic (the sweep's shapes) and attacks (every
+// string of the CRS regression suite, as a query argument and as a JSON
+// value).
+func accelCorpus(t *testing.T, n int) []struct {
+	name string
+	req  RequestHead
+	body []byte
+} {
+	t.Helper()
+	var out []struct {
+		name string
+		req  RequestHead
+		body []byte
+	}
+	for _, name := range []string{plan.ShapeGet, plan.ShapeJSON1K} {
+		shape, err := plan.ShapeByName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, struct {
+			name string
+			req  RequestHead
+			body []byte
+		}{name, shapeRequest(shape), shape.Body})
+	}
+	strs, err := crscorpus.Strings(n, 400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range strs {
+		req := get("/search?q=" + url.QueryEscape(s))
+		out = append(out, struct {
+			name string
+			req  RequestHead
+			body []byte
+		}{fmt.Sprintf("query %d", i), req, nil})
+		body := fmt.Appendf(nil, `{"note": %q, "id": 7}`, s)
+		jreq := post("/api", "application/json", len(body))
+		out = append(out, struct {
+			name string
+			req  RequestHead
+			body []byte
+		}{fmt.Sprintf("json %d", i), jreq, body})
+	}
+	return out
+}
+
+// TestAcceleratedMatchesStock compares the rules that match, request by
+// request, between stock and accelerated engines at paranoia levels 1 and
+// 4, and requires shadow mode to find no disagreement.
+func TestAcceleratedMatchesStock(t *testing.T) {
+	n := 150
+	if testing.Short() {
+		n = 25
+	}
+	corpus := accelCorpus(t, n)
+	for _, tier := range []string{"full-crs", "full-crs-pl4"} {
+		t.Run(tier, func(t *testing.T) {
+			// Detection only, so that every rule of every phase runs.
+			extra := "SecRuleEngine DetectionOnly"
+			stock := accelEngine(t, tier, "off", nil, extra)
+			fast := accelEngine(t, tier, "prefilter", nil, extra)
+			shadowLog := &recordingLogger{}
+			shadow := accelEngine(t, tier, "shadow", shadowLog, extra)
+			differ := 0
+			for _, c := range corpus {
+				want, _ := matchedIDs(stock, c.req, c.body)
+				got, _ := matchedIDs(fast, c.req, c.body)
+				if !slices.Equal(got, want) {
+					differ++
+					if differ <= 10 {
+						t.Errorf("%s: accelerated matched %v, stock %v", c.name, got, want)
+					}
+				}
+				if _, d := matchedIDs(shadow, c.req, c.body); d != 0 {
+					t.Errorf("%s: %d shadow disagreements", c.name, d)
+				}
+			}
+			st := fast.Accelerator().Stats()
+			t.Logf("%d requests, %d differ; removed %d, kept %d candidate decisions", len(corpus), differ, st.Removed, st.Kept)
+			if st.Removed == 0 {
+				t.Error("nothing was removed: the accelerator did not work")
+			}
+			if shadowLog.contains("disagreement") {
+				t.Error("shadow mode logged a disagreement")
+			}
+		})
+	}
+}
+
+func TestAccelerationConfig(t *testing.T) {
+	for _, tt := range []struct {
+		json, wantErr string
+	}{
+		{`{"acceleration": "prefilter"}`, ""},
+		{`{"acceleration": "shadow"}`, ""},
+		{`{"acceleration": "off"}`, ""},
+		{`{"acceleration": "turbo"}`, `acceleration "turbo"`},
+	} {
+		_, err := ParseConfig([]byte(tt.json))
+		if (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
+			t.Errorf("%s: error %v, want %q", tt.json, err, tt.wantErr)
+		}
+	}
+	cfg, err := ParseConfig([]byte(`{}`))
+	if err != nil || cfg.Acceleration != defaultAcceleration {
+		t.Errorf("default acceleration %q (%v), want %q", cfg.Acceleration, err, defaultAcceleration)
+	}
+}
+
+// TestAcceleratedStreamBlocksLikeStock goes through the filter's glue.
+func TestAcceleratedStreamBlocksLikeStock(t *testing.T) {
+	log := &recordingLogger{}
+	cfg := tierConfig(t, "full-crs")
+	cfg.Acceleration = "prefilter"
+	e, err := NewEngine(cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !log.contains("acceleration prefilter:") {
+		t.Errorf("no acceleration summary in the log: %q", log.lines)
+	}
+	body := []byte(`{"q": "1 UNION SELECT password FROM users--"}`)
+	s := NewStream(&cfg, e, log)
+	s.OnRequestHeaders(post("/api", "application/json", len(body)))
+	d := s.OnRequestBody([][]byte{body}, true)
+	if d.Action != Reply || d.Reply.Status != 403 {
+		t.Fatalf("SQL injection not blocked: %+v", d)
+	}
+	if o := s.Complete(); o.AccelDisagreements != 0 {
+		t.Errorf("disagreements in prefilter mode: %d", o.AccelDisagreements)
+	}
+}
