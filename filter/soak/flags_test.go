@@ -1,0 +1,27 @@
+package soak
+
+import (
+	"flag"
+	"os"
+	"testing"
+	"time"
+)
+
+var (
+	soakDuration = flag.Duration("soak.duration", 2*time.Minute,
+		"how long to drive load at 80% of the knee (`make soak` uses 30m)")
+	soakOut = flag.String("soak.out", "",
+		"directory for rss.csv and summary.json; default a temporary directory removed after the test")
+)
+
+// outputDir is -soak.out, created if needed, or a temporary directory.
+func outputDir(t *testing.T) string {
+	t.Helper()
+	if *soakOut == "" {
+		return t.TempDir()
+	}
+	if err := os.MkdirAll(*soakOut, 0o755); err != nil {
+		t.Fatalf("soak output directory: %v", err)
+	}
+	return *soakOut
+}
