@@ -89,7 +89,8 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 	if runErr != nil {
 		return Result{}, fmt.Errorf("loadgen: fortio run against %s: %w", spec.URL, runErr)
 	}
-	result, err := toResult(spec, res, cpuAfter-cpuBefore)
+	result, err := ResultFromFortio(spec, res)
+	result.LoadgenCPUSeconds = cpuAfter - cpuBefore
 	if err != nil {
 		return Result{}, err
 	}
@@ -154,23 +155,27 @@ func abortOnCancel(ctx context.Context, aborter *periodic.Aborter) (release func
 	return func() { close(finished) }
 }
 
-func toResult(spec Spec, res *fhttp.HTTPRunnerResults, cpuSeconds float64) (Result, error) {
+// ResultFromFortio counts a Fortio run the sweep's way, whether it ran in
+// this process or in a Fortio server (the Kubernetes targets decode its
+// JSON into the same type). LoadgenCPUSeconds is left to the caller.
+func ResultFromFortio(spec Spec, res *fhttp.HTTPRunnerResults) (Result, error) {
 	raw, err := rawJSONWithoutPayload(res)
 	if err != nil {
 		return Result{}, err
 	}
 	r := Result{
-		TargetQPS:         spec.QPS,
-		ActualQPS:         res.ActualQPS,
-		Duration:          res.ActualDuration,
-		Scheduled:         ScheduledCalls(spec.QPS, spec.Duration, spec.Connections),
-		Completed:         res.DurationHistogram.Count,
-		SocketsOpened:     res.SocketCount,
-		Codes:             maps.Clone(res.RetCodes),
-		MaxMs:             res.DurationHistogram.Max * 1000,
-		LoadgenCPUSeconds: cpuSeconds,
-		RawJSON:           raw,
+		TargetQPS:     spec.QPS,
+		ActualQPS:     res.ActualQPS,
+		Duration:      res.ActualDuration,
+		Scheduled:     ScheduledCalls(spec.QPS, spec.Duration, spec.Connections),
+		SocketsOpened: res.SocketCount,
+		Codes:         maps.Clone(res.RetCodes),
+		RawJSON:       raw,
 	}
+	if res.DurationHistogram == nil {
+		return r, nil
+	}
+	r.Completed, r.MaxMs = res.DurationHistogram.Count, res.DurationHistogram.Max*1000
 	for code, n := range r.Codes {
 		switch {
 		case code == fhttp.SocketError:
