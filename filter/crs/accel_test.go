@@ -68,6 +68,7 @@ func TestCRSAcceleratedMatchesStock(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		p.failIfEnvoyDied(t)
 		logged[r.name] = out.stats.TriggeredRules
 		for id := range out.errors {
 			unfinished[id] = true

