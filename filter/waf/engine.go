@@ -108,17 +108,8 @@ func newAccelerator(spec engineSpec, directives string) (*accel.Accelerator, err
 // accelLogger adapts the filter's Logger to the accelerator's.
 type accelLogger struct{ log Logger }
 
-func (l accelLogger) Warn(msg string) {
-	if l.log != nil && l.log.Enabled(LevelWarn) {
-		l.log.Log(LevelWarn, msg)
-	}
-}
-
-func (l accelLogger) Info(msg string) {
-	if l.log != nil && l.log.Enabled(LevelInfo) {
-		l.log.Log(LevelInfo, msg)
-	}
-}
+func (l accelLogger) Warn(msg string) { logAt(l.log, LevelWarn, msg) }
+func (l accelLogger) Info(msg string) { logAt(l.log, LevelInfo, msg) }
 
 // Accelerator returns the engine's accelerator (nil when off).
 func (e *Engine) Accelerator() *accel.Accelerator { return e.accel }
@@ -187,8 +178,6 @@ func matchedRuleLogger(log Logger) func(types.MatchedRule) {
 		if mr.Rule().Severity() <= types.RuleSeverityError {
 			level = LevelWarn
 		}
-		if log.Enabled(level) {
-			log.Log(level, mr.ErrorLog())
-		}
+		logAt(log, level, mr.ErrorLog())
 	}
 }

@@ -17,3 +17,10 @@ type Logger interface {
 	Log(level Level, msg string)
 	Enabled(level Level) bool
 }
+
+// logAt writes msg at level when log is set and Envoy keeps that level.
+func logAt(log Logger, level Level, msg string) {
+	if log != nil && log.Enabled(level) {
+		log.Log(level, msg)
+	}
+}

@@ -381,7 +381,7 @@ func (s *Stream) startTimer() { s.inspectionStart = time.Now() }
 func (s *Stream) stopTimer()  { s.outcome.InspectionTime += time.Since(s.inspectionStart) }
 
 func (s *Stream) logf(level Level, format string, args ...any) {
-	if s.log != nil && s.log.Enabled(level) {
+	if s.log != nil && s.log.Enabled(level) { // format only what Envoy keeps
 		s.log.Log(level, fmt.Sprintf(format, args...))
 	}
 }

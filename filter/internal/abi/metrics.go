@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/wafsweep/wafsweep/filter/waf"
 )
@@ -26,6 +27,9 @@ type metrics struct {
 	inspectionUS C.size_t // histogram: µs inside Coraza per stream
 	bypassed     C.size_t // counter: streams with the WAF off for their route
 	goroutines   C.size_t // gauge: goroutines of the module's Go runtime (leak watch)
+	// lastGoroutines is the gauge's last value: the gauge is set only when
+	// the count changes, not with a callback on every stream.
+	lastGoroutines atomic.Int64
 	// counter: shadow-mode acceleration decisions the exact evaluation contradicted
 	accelDisagreements C.size_t
 }
@@ -74,7 +78,9 @@ func defineMetrics(cfg C.envoy_dynamic_module_type_http_filter_config_envoy_ptr)
 
 // record writes a finished stream's outcome.
 func (m *metrics) record(s stream, o waf.Outcome) {
-	C.envoy_dynamic_module_callback_http_filter_set_gauge(s.ptr, m.goroutines, nil, 0, C.uint64_t(runtime.NumGoroutine()))
+	if n := int64(runtime.NumGoroutine()); m.lastGoroutines.Swap(n) != n {
+		C.envoy_dynamic_module_callback_http_filter_set_gauge(s.ptr, m.goroutines, nil, 0, C.uint64_t(n))
+	}
 	if !o.Inspected {
 		C.envoy_dynamic_module_callback_http_filter_increment_counter(s.ptr, m.bypassed, nil, 0, 1)
 		return
