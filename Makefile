@@ -112,20 +112,25 @@ lint:
 	@out="$$(gofmt -l filter orchestrator)"; [ -z "$$out" ] || { echo "gofmt needed:"; echo "$$out"; exit 1; }
 	$(GO) vet ./...
 
-# Everything: unit tests, end-to-end tests against real Envoy, then the
-# Kubernetes targets' tests on their own: their real node runs a kubelet
-# that pins CPUs, which must not overlap the timing-sensitive proxy tests.
+# Everything: unit tests and end-to-end tests against real Envoy; then the
+# load tests (soak, stall), alone, because their verdicts rest on latency
+# and RSS under a measured knee; then the Kubernetes targets' tests on their
+# own: their real node runs a kubelet that pins CPUs, which must not overlap
+# the timing-sensitive proxy tests.
 TEST_ENV = WAFSWEEP_E2E=required ENVOY_BIN="$(abspath $(BUILD)/envoy)" \
 	WAFSWEEP_KUBE_TESTS=required WAFSWEEP_KUBE_BIN="$$(.ci/kube-binaries --dir)" WAFSWEEP_POD_BINARY="$(abspath $(POD_BINARY))" \
 	CORAZAWAF_MODULE="$(abspath $(MODULE))" CORAZAWAF_TEST_MODULE="$(abspath $(TEST_MODULE))" \
 	CORAZAWAF_ACCEL_MODULE="$(abspath $(ACCEL_MODULE))"
 KUBE_PACKAGES = ./orchestrator/target/kube/...
+LOAD_PACKAGES = ./filter/soak
 
 test: lint envoy $(MODULE) $(ACCEL_MODULE) $(TEST_MODULE) $(POD_BINARY) kube-binaries
-	$(TEST_ENV) $(GO) test -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /orchestrator/target/kube)
+	$(TEST_ENV) $(GO) test -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v -e /orchestrator/target/kube -e /filter/soak)
+	$(TEST_ENV) $(GO) test -timeout $(TEST_TIMEOUT) $(LOAD_PACKAGES)
 	$(TEST_ENV) $(GO) test -timeout $(TEST_TIMEOUT) $(KUBE_PACKAGES)
 	$(GO) test -tags corazawaf_testhooks ./filter/waf/
-	$(GO) test -race -run 'Concurrent|Stream' ./filter/waf/
+	$(GO) test -race -run 'Concurrent|Stream|Deferred' ./filter/waf/
+	$(GO) test -race ./filter/internal/offload/
 
 unit:
 	$(GO) test -short ./...
@@ -164,12 +169,14 @@ bench: $(MODULE)
 	$(GO) test -run '^$$' -bench . -benchmem ./filter/...
 
 # Long forms of the hardening tests (`make test` runs the short ones): the
-# soak for SOAK_DURATION, then SOAK_FUZZTIME executions of each config fuzz
+# soak for SOAK_DURATION and the stall test with STALL_DURATION runs, then
+# SOAK_FUZZTIME executions of each config fuzz
 # target, one after the other (never two heavy things at once). Everything
-# lands in results/soak/: rss.csv and summary.json from the soak, a log per
+# lands in results/soak/: rss.csv, summary.json and stall.json, a log per
 # step, and summary.txt with the figures. A fuzz crash is kept as a failing
 # input in filter/waf/testdata/fuzz/<target>/ and fails the target.
 SOAK_DURATION ?= 30m
+STALL_DURATION ?= 60s
 SOAK_FUZZTIME ?= 1000000x
 SOAK_OUT := results/soak
 SOAK_FUZZ_TARGETS := FuzzParseConfig FuzzParseRouteConfig
@@ -179,9 +186,10 @@ soak: envoy $(MODULE)
 	@mkdir -p $(SOAK_OUT)
 	@set -o pipefail; status=0; \
 	WAFSWEEP_E2E=required ENVOY_BIN="$(abspath $(BUILD)/envoy)" CORAZAWAF_MODULE="$(abspath $(MODULE))" \
-		$(GO) test -count=1 -timeout 2h -run '^TestSoak$$' -v ./filter/soak \
-		-soak.duration $(SOAK_DURATION) -soak.out "$(abspath $(SOAK_OUT))" 2>&1 | tee $(SOAK_OUT)/soak.log || status=1; \
-	grep -o 'soak [0-9].*' $(SOAK_OUT)/soak.log | tail -1 > $(SOAK_OUT)/summary.txt; \
+		$(GO) test -count=1 -timeout 2h -run '^(TestSoak|TestLargeBodiesDoNotStallOtherStreams)$$' -v ./filter/soak \
+		-soak.duration $(SOAK_DURATION) -stall.duration $(STALL_DURATION) -soak.out "$(abspath $(SOAK_OUT))" \
+		2>&1 | tee $(SOAK_OUT)/soak.log || status=1; \
+	{ grep -o 'soak [0-9].*' $(SOAK_OUT)/soak.log | tail -1; grep -o '[a-z_]* at [0-9.]* RPS (mix knee.*' $(SOAK_OUT)/soak.log; } > $(SOAK_OUT)/summary.txt; \
 	for target in $(SOAK_FUZZ_TARGETS); do \
 		$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(SOAK_FUZZTIME) ./filter/waf 2>&1 | tee $(SOAK_OUT)/$$target.log \
 			&& verdict="0 crashes" || { verdict="FAILED (see $(SOAK_OUT)/$$target.log)"; status=1; }; \

@@ -11,8 +11,10 @@ import (
 )
 
 // The test build of the module panics in the step named by a request header.
+// Every body's phase 2 runs off the worker, so off_worker is a step too.
 func panicConfig(t *testing.T, failureMode string) string {
-	return `{"failure_mode":"` + failureMode + `","failure_status":503,"test_hooks":{"panic_header":"x-corazawaf-panic"},"directives":[` +
+	return `{"failure_mode":"` + failureMode + `","failure_status":503,"test_hooks":{"panic_header":"x-corazawaf-panic"},` +
+		`"off_worker":{"min_body_bytes":1},"directives":[` +
 		tierDirectives(t, "targeted") + `,"SecResponseBodyAccess On","SecResponseBodyMimeType text/plain"]}`
 }
 
@@ -29,6 +31,7 @@ func TestPanicInEveryHookIsContained(t *testing.T) {
 	}{
 		{"request_headers", 503, 200, false},
 		{"request_body", 503, 200, false},
+		{"off_worker", 503, 200, false},
 		{"response_headers", 503, 200, true},
 		{"response_body", 503, 200, true},
 		// The response is on its way when the stream completes: only the
@@ -65,7 +68,7 @@ func TestPanicInEveryHookIsContained(t *testing.T) {
 			}
 		})
 	}
-	if s := closed.stats(t); s["corazawaf.errors.kind.panic"] < 4 {
+	if s := closed.stats(t); s["corazawaf.errors.kind.panic"] < 5 {
 		t.Errorf("panics not counted: %s", filterStats(s))
 	}
 }

@@ -63,6 +63,7 @@ type proxyOptions struct {
 	module   string // path; default the release module
 	logLevel string
 	asStruct bool // pass config as a google.protobuf.Struct
+	workers  int  // Envoy's --concurrency; default 2
 }
 
 // startProxy starts backend and Envoy; both are stopped when the test ends.
@@ -85,6 +86,9 @@ func tryStartProxy(t testing.TB, o proxyOptions) (*proxy, error) {
 	}
 	if o.logLevel == "" {
 		o.logLevel = "info"
+	}
+	if o.workers == 0 {
+		o.workers = 2
 	}
 	be, err := backend.Start("127.0.0.1:0")
 	if err != nil {
@@ -112,7 +116,7 @@ func tryStartProxy(t testing.TB, o proxyOptions) (*proxy, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	p.envoy, err = envoyproc.Start(ctx, envoyproc.Options{
-		ConfigPath: cfgPath, LogPath: p.logPath, AdminPort: ports[1], Concurrency: 2, LogLevel: o.logLevel,
+		ConfigPath: cfgPath, LogPath: p.logPath, AdminPort: ports[1], Concurrency: o.workers, LogLevel: o.logLevel,
 		// Envoy flushes access logs every 10 s by default; tests read them sooner.
 		FileFlushInterval: 100 * time.Millisecond,
 	})
@@ -141,6 +145,15 @@ type response struct {
 
 func (p *proxy) do(t testing.TB, r request) response {
 	t.Helper()
+	resp, err := p.send(r)
+	if err != nil {
+		t.Fatalf("%s %s: %v\nenvoy log:\n%s", r.method, r.path, err, p.logTail())
+	}
+	return resp
+}
+
+// send is do without a test: for goroutines, and requests that may fail.
+func (p *proxy) send(r request) (response, error) {
 	if r.method == "" {
 		r.method = "GET"
 		if r.body != "" {
@@ -149,7 +162,7 @@ func (p *proxy) do(t testing.TB, r request) response {
 	}
 	req, err := http.NewRequest(r.method, fmt.Sprintf("http://127.0.0.1:%d%s", p.port, r.path), strings.NewReader(r.body))
 	if err != nil {
-		t.Fatal(err)
+		return response{}, err
 	}
 	req.Host = "shop.wafsweep.test" // a name, never a numeric Host (CRS 920350)
 	req.Header.Set("User-Agent", "wafsweep-e2e/1.0")
@@ -162,14 +175,14 @@ func (p *proxy) do(t testing.TB, r request) response {
 	}
 	resp, err := p.client(r.http2).Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v\nenvoy log:\n%s", r.method, r.path, err, p.logTail())
+		return response{}, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatal(err)
+		return response{}, err
 	}
-	return response{status: resp.StatusCode, body: string(b), headers: resp.Header}
+	return response{status: resp.StatusCode, body: string(b), headers: resp.Header}, nil
 }
 
 func (p *proxy) client(h2 bool) *http.Client {

@@ -11,7 +11,9 @@ var (
 	soakDuration = flag.Duration("soak.duration", 2*time.Minute,
 		"how long to drive load at 80% of the knee (`make soak` uses 30m)")
 	soakOut = flag.String("soak.out", "",
-		"directory for rss.csv and summary.json; default a temporary directory removed after the test")
+		"directory for rss.csv, summary.json and stall.json; default a temporary directory removed after the test")
+	stallDuration = flag.Duration("stall.duration", 30*time.Second,
+		"how long each run of the stall test lasts (GETs alone, then with large bodies)")
 )
 
 // outputDir is -soak.out, created if needed, or a temporary directory.

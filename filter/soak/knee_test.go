@@ -28,9 +28,9 @@ const (
 	soakFraction = 0.8
 )
 
-// measureKnee runs the knee search over the mix and returns the knee with
+// measureKnee runs the knee search over a mix and returns the knee with
 // the steps it took. A knee censored above is the top of the ladder.
-func measureKnee(t *testing.T, p *proxy) (int, []knee.Step) {
+func measureKnee(t *testing.T, p *proxy, mix []share) (int, []knee.Step) {
 	t.Helper()
 	search, err := knee.NewSearch(kneeLadder, kneeOptions)
 	if err != nil {
@@ -41,7 +41,7 @@ func measureKnee(t *testing.T, p *proxy) (int, []knee.Step) {
 		if done {
 			break
 		}
-		results, err := runMix(t.Context(), mixSpecs(t, p.baseURL, float64(rate), kneeStep))
+		results, err := runMix(t.Context(), mixSpecs(t, p.baseURL, mix, float64(rate), kneeStep))
 		if err != nil {
 			t.Fatalf("knee step at %d RPS: %v", rate, err)
 		}

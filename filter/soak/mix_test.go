@@ -43,12 +43,12 @@ const benignPath = "/api/orders"
 // shared 2-core machine can stall a request for a moment.
 const requestTimeout = 10 * time.Second
 
-// mixSpecs splits a total rate over the mix: one Fortio run per shape,
-// all running at once for d.
-func mixSpecs(t *testing.T, baseURL string, rate float64, d time.Duration) []loadgen.Spec {
+// mixSpecs splits a total rate over a mix: one Fortio run per shape, all
+// running at once for d.
+func mixSpecs(t *testing.T, baseURL string, mix []share, rate float64, d time.Duration) []loadgen.Spec {
 	t.Helper()
-	specs := make([]loadgen.Spec, 0, len(benignMix))
-	for _, s := range benignMix {
+	specs := make([]loadgen.Spec, 0, len(mix))
+	for _, s := range mix {
 		shape, err := plan.ShapeByName(s.shape)
 		if err != nil {
 			t.Fatal(err)

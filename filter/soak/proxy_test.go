@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,13 +36,17 @@ func requireOrSkip(t *testing.T, format string, args ...any) {
 }
 
 // fullCRSConfig is the full-crs tier's file, included by absolute path as a
-// sweep does, so the soak runs exactly the rules the sweep measures.
-func fullCRSConfig(t *testing.T, root string) string {
+// sweep does, so the soak runs exactly the rules the sweep measures. extra
+// are more top-level settings, as JSON members.
+func fullCRSConfig(t *testing.T, root string, extra ...string) string {
 	t.Helper()
-	return fmt.Sprintf(`{"directives":["Include %s"]}`, filepath.Join(root, "rulesets", "full-crs.conf"))
+	return fmt.Sprintf(`{%s"directives":["Include %s"]}`, strings.Join(append(extra, ""), ","),
+		filepath.Join(root, "rulesets", "full-crs.conf"))
 }
 
-func startProxy(t *testing.T) *proxy {
+// startProxy starts Envoy with the full CRS and the module's settings as
+// the sweep uses them, or with extra settings (see fullCRSConfig).
+func startProxy(t *testing.T, extra ...string) *proxy {
 	t.Helper()
 	if _, err := envoyproc.FindBinary(); err != nil {
 		requireOrSkip(t, "no Envoy binary: %v", err)
@@ -68,7 +73,7 @@ func startProxy(t *testing.T) *proxy {
 	}
 	bootstrap, err := envoyconfig.Build(envoyconfig.Options{
 		AdminPort: ports[1], ListenPort: ports[0], UpstreamPort: be.Port(),
-		WAF: &envoyconfig.WAFFilter{ModulePath: module, ConfigJSON: fullCRSConfig(t, root)},
+		WAF: &envoyconfig.WAFFilter{ModulePath: module, ConfigJSON: fullCRSConfig(t, root, extra...)},
 	})
 	if err != nil {
 		t.Fatal(err)

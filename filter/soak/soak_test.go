@@ -26,7 +26,7 @@ func TestSoak(t *testing.T) {
 	// module's Go heap inflated for minutes; the soak starts a fresh one so
 	// that its RSS curve is the soak's alone.
 	measured := startProxy(t)
-	kneeRPS, kneeSteps := measureKnee(t, measured)
+	kneeRPS, kneeSteps := measureKnee(t, measured, benignMix)
 	measured.stop(t)
 	p := startProxy(t)
 	rate := soakFraction * float64(kneeRPS)
@@ -92,7 +92,7 @@ func soak(t *testing.T, p *proxy, rate float64, d time.Duration) soakRun {
 	var wg sync.WaitGroup
 	wg.Go(func() { run.attacks = driveAttacks(watch, p.baseURL, checks) })
 	wg.Go(func() { run.samples, run.sampleErr = sampleUntil(watch, p, start, run.sampleStep) })
-	results, err := runMix(t.Context(), mixSpecs(t, p.baseURL, rate, d))
+	results, err := runMix(t.Context(), mixSpecs(t, p.baseURL, benignMix, rate, d))
 	stopWatching()
 	wg.Wait()
 	run.totals = totalsOf(results)

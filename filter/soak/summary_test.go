@@ -90,13 +90,13 @@ func (s summary) problems() []string {
 	return out
 }
 
-func writeSummaryJSON(path string, s summary) error {
+func writeSummaryJSON(path string, s any) error {
 	data, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
-		return fmt.Errorf("encode soak summary: %w", err)
+		return fmt.Errorf("encode %s: %w", path, err)
 	}
 	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write soak summary: %w", err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }

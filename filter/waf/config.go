@@ -70,10 +70,32 @@ type Config struct {
 	// phase-2 @rx rules that cannot match; filter/accel) or shadow (decide
 	// the same, remove nothing, count the decisions the rules contradict).
 	Acceleration string `json:"acceleration"`
+	// OffWorker moves phase 2 of large request bodies off Envoy's worker
+	// thread, so that one expensive inspection does not stall the other
+	// streams on that worker.
+	OffWorker OffWorker `json:"off_worker"`
 
 	// testHooks is only accepted by builds with the corazawaf_testhooks tag.
 	TestHooks *TestHooks `json:"test_hooks,omitempty"`
 }
+
+// OffWorker says which request bodies are inspected off Envoy's worker
+// thread: the filter holds the stream, a low-priority thread of the module
+// runs phase 2, and Envoy's scheduler resumes the stream on its worker.
+type OffWorker struct {
+	// Enabled turns it on (default true).
+	Enabled *bool `json:"enabled"`
+	// MinBodyBytes is the smallest body inspected off the worker (default
+	// 8192). Below it inspection costs about as much as the handoff, and
+	// headers-only requests are always inspected in place.
+	MinBodyBytes int64 `json:"min_body_bytes"`
+	// Threads is the number of inspection threads (default: the number of
+	// CPUs the process may use).
+	Threads int `json:"threads"`
+}
+
+// DefaultOffWorkerMinBodyBytes is OffWorker.MinBodyBytes when not set.
+const DefaultOffWorkerMinBodyBytes = 8192
 
 // DenyResponse is the local reply sent when a rule interrupts a stream.
 type DenyResponse struct {
@@ -93,8 +115,9 @@ type TestHooks struct {
 	PanicHeader string `json:"panic_header"`
 }
 
-// PanicSteps are the step names TestHooks.PanicIn accepts.
-var PanicSteps = []string{"request_headers", "request_body", "response_headers", "response_body", "stream_complete"}
+// PanicSteps are the step names TestHooks.PanicIn accepts; off_worker is
+// phase 2 of a body inspected off Envoy's worker thread.
+var PanicSteps = []string{"request_headers", "request_body", "off_worker", "response_headers", "response_body", "stream_complete"}
 
 // ParseConfig decodes and validates a filter configuration. Unknown fields
 // are errors, so a typo does not silently disable a setting.
@@ -140,6 +163,12 @@ func (c *Config) applyDefaults() {
 	if c.Acceleration == "" {
 		c.Acceleration = defaultAcceleration
 	}
+	if c.OffWorker.Enabled == nil {
+		c.OffWorker.Enabled = ptr(true)
+	}
+	if c.OffWorker.MinBodyBytes == 0 {
+		c.OffWorker.MinBodyBytes = DefaultOffWorkerMinBodyBytes
+	}
 }
 
 func (c Config) validate() error {
@@ -167,6 +196,12 @@ func (c Config) validate() error {
 		if strings.ContainsAny(d, "\r") {
 			errs = append(errs, fmt.Errorf("directives[%d] contains a carriage return: give one directive per list entry", i))
 		}
+	}
+	if c.OffWorker.MinBodyBytes < 0 {
+		errs = append(errs, fmt.Errorf("off_worker.min_body_bytes %d: use a size in bytes, or enabled: false", c.OffWorker.MinBodyBytes))
+	}
+	if c.OffWorker.Threads < 0 || c.OffWorker.Threads > maxOffWorkerThreads {
+		errs = append(errs, fmt.Errorf("off_worker.threads %d: use 1 to %d, or 0 for one per CPU", c.OffWorker.Threads, maxOffWorkerThreads))
 	}
 	if _, err := accel.ParseMode(c.Acceleration); err != nil {
 		errs = append(errs, err)
@@ -211,5 +246,8 @@ func ParseRouteConfig(data []byte) (RouteConfig, error) {
 	}
 	return rc, nil
 }
+
+// maxOffWorkerThreads bounds the inspection threads: each holds an OS thread.
+const maxOffWorkerThreads = 256
 
 func ptr[T any](v T) *T { return &v }

@@ -51,6 +51,9 @@ const (
 	Hold
 	// Reply answers the stream with Decision.Reply and stops it.
 	Reply
+	// Defer holds the data like Hold, and hands the caller the rest of the
+	// inspection, Decision.Deferred, to run away from Envoy's worker thread.
+	Defer
 )
 
 // Decision is the outcome of one hook.
@@ -61,6 +64,10 @@ type Decision struct {
 	// BufferLimit, when non-zero, asks Envoy to raise the stream's buffer
 	// limit to at least this many bytes before holding a body.
 	BufferLimit uint64
+	// Deferred is set when Action is Defer. It may run on any goroutine,
+	// once; the caller must not use the Stream until it has returned, and
+	// then acts on the Decision it returns (never Defer again).
+	Deferred func() Decision
 }
 
 // LocalReply is the answer the filter sends instead of the backend's.
@@ -170,6 +177,7 @@ func (s *Stream) OnRequestHeaders(req RequestHead) Decision {
 
 // OnRequestBody writes a body frame into the transaction. Frames are held
 // in Envoy until phase 2 has run, so nothing uninspected reaches the backend.
+// Phase 2 of a large body is deferred (see OffWorker).
 func (s *Stream) OnRequestBody(frames [][]byte, endOfStream bool) Decision {
 	s.testPanic("request_body")
 	if s.tx == nil || s.requestDone || s.replied {
@@ -177,7 +185,15 @@ func (s *Stream) OnRequestBody(frames [][]byte, endOfStream bool) Decision {
 	}
 	s.startTimer()
 	defer s.stopTimer()
+	limit := s.engine.limits.RequestBodyLimit
 	for _, frame := range frames {
+		if s.requestBodyBytes+int64(len(frame)) >= limit && s.offWorker(limit) {
+			// The write that reaches the limit runs phase 2 inside Coraza
+			// (ProcessPartial) or rejects the body: defer it with a copy of
+			// the frame, which is valid only during this hook.
+			last := append([]byte(nil), frame[:limit-s.requestBodyBytes]...)
+			return s.deferred(func() Decision { return s.writeLastFrame(last) })
+		}
 		it, written, err := s.tx.WriteRequestBody(frame)
 		if err != nil {
 			return s.fail("request body", err)
@@ -186,7 +202,7 @@ func (s *Stream) OnRequestBody(frames [][]byte, endOfStream bool) Decision {
 			return s.interrupt(it, "request_body")
 		}
 		s.requestBodyBytes += int64(written)
-		if written < len(frame) || s.requestBodyBytes >= s.engine.limits.RequestBodyLimit {
+		if written < len(frame) || s.requestBodyBytes >= limit {
 			// ProcessPartial: Coraza ran phase 2 when the limit was reached
 			// (a body of exactly the limit counts as over it); finishing is
 			// then a no-op that returns its verdict. The rest of the body is
@@ -195,7 +211,7 @@ func (s *Stream) OnRequestBody(frames [][]byte, endOfStream bool) Decision {
 		}
 	}
 	if endOfStream {
-		return s.finishRequest()
+		return s.finishBody()
 	}
 	return Decision{Action: Hold}
 }
@@ -207,6 +223,14 @@ func (s *Stream) OnRequestTrailers() Decision {
 	}
 	s.startTimer()
 	defer s.stopTimer()
+	return s.finishBody()
+}
+
+// finishBody runs phase 2 on a complete body, or defers it.
+func (s *Stream) finishBody() Decision {
+	if s.offWorker(s.requestBodyBytes) {
+		return s.deferred(s.finishRequest)
+	}
 	return s.finishRequest()
 }
 
@@ -220,6 +244,36 @@ func (s *Stream) finishRequest() Decision {
 		return s.interrupt(it, "request_body")
 	}
 	return s.detectAfter("request_body", Decision{})
+}
+
+// offWorker reports whether phase 2 on a body of this size is deferred.
+func (s *Stream) offWorker(bodyBytes int64) bool {
+	ow := s.settings.OffWorker
+	return ow.Enabled != nil && *ow.Enabled && bodyBytes >= ow.MinBodyBytes
+}
+
+// deferred wraps the rest of the request's inspection for Decision.Deferred.
+func (s *Stream) deferred(work func() Decision) Decision {
+	return Decision{Action: Defer, Deferred: func() Decision {
+		s.testPanic("off_worker")
+		s.startTimer()
+		defer s.stopTimer()
+		return work()
+	}}
+}
+
+// writeLastFrame writes the part of a frame that reaches the body limit:
+// Coraza then rejects the body or runs phase 2 on what it kept.
+func (s *Stream) writeLastFrame(part []byte) Decision {
+	it, written, err := s.tx.WriteRequestBody(part)
+	if err != nil {
+		return s.fail("request body", err)
+	}
+	if it != nil {
+		return s.interrupt(it, "request_body")
+	}
+	s.requestBodyBytes += int64(written)
+	return s.finishRequest()
 }
 
 // OnResponseHeaders runs phase 3 and decides whether the body is inspected.

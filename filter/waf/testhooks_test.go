@@ -7,8 +7,9 @@ import "testing"
 func TestPanicHeaderSelectsTheStep(t *testing.T) {
 	cfg := tierConfig(t, "targeted")
 	cfg.TestHooks = &TestHooks{PanicHeader: "x-corazawaf-panic"}
+	cfg.OffWorker.MinBodyBytes = 1 // every body's phase 2 is deferred
 	e := mustEngine(t, cfg)
-	for _, step := range []string{"request_headers", "request_body", "response_headers", "response_body"} {
+	for _, step := range []string{"request_headers", "request_body", "off_worker", "response_headers", "response_body"} {
 		t.Run(step, func(t *testing.T) {
 			defer func() {
 				if r := recover(); r == nil {
@@ -19,7 +20,9 @@ func TestPanicHeaderSelectsTheStep(t *testing.T) {
 			req.Headers = append(req.Headers, Header{"X-Corazawaf-Panic", step})
 			s := NewStream(&cfg, e, nil)
 			s.OnRequestHeaders(req)
-			s.OnRequestBody([][]byte{[]byte(`{"a":1}`)}, true)
+			if d := s.OnRequestBody([][]byte{[]byte(`{"a":1}`)}, true); d.Action == Defer {
+				d.Deferred()
+			}
 			s.OnResponseHeaders(200, []Header{{"content-type", "text/plain"}}, false)
 			s.OnResponseBody([][]byte{[]byte("ok")}, true)
 		})

@@ -17,6 +17,8 @@ typedef const void* envoy_dynamic_module_type_http_filter_per_route_config_modul
 typedef void* envoy_dynamic_module_type_http_filter_envoy_ptr;
 typedef const void* envoy_dynamic_module_type_http_filter_module_ptr;
 typedef const char* envoy_dynamic_module_type_abi_version_module_ptr;
+// Allocated by Envoy, owned by the module: deleted with scheduler_delete.
+typedef void* envoy_dynamic_module_type_http_filter_scheduler_module_ptr;
 
 typedef struct {
   const char* ptr;
@@ -117,3 +119,14 @@ bool envoy_dynamic_module_callback_http_filter_get_attribute_int(envoy_dynamic_m
 
 envoy_dynamic_module_type_http_filter_per_route_config_module_ptr envoy_dynamic_module_callback_get_most_specific_route_config(
     envoy_dynamic_module_type_http_filter_envoy_ptr filter);
+
+// Flow control and the scheduler. Envoy's scheduler holds a weak reference
+// to the stream's filter and posts the event to the stream's worker, where
+// on_http_filter_scheduled runs; commit and delete may be called from any
+// thread, and deleting right after commit does not cancel the event.
+void envoy_dynamic_module_callback_http_filter_continue_decoding(envoy_dynamic_module_type_http_filter_envoy_ptr filter);
+envoy_dynamic_module_type_http_filter_scheduler_module_ptr envoy_dynamic_module_callback_http_filter_scheduler_new(
+    envoy_dynamic_module_type_http_filter_envoy_ptr filter);
+void envoy_dynamic_module_callback_http_filter_scheduler_commit(envoy_dynamic_module_type_http_filter_scheduler_module_ptr scheduler,
+                                                                uint64_t event_id);
+void envoy_dynamic_module_callback_http_filter_scheduler_delete(envoy_dynamic_module_type_http_filter_scheduler_module_ptr scheduler);

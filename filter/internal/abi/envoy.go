@@ -151,6 +151,11 @@ func (s stream) raiseBufferLimit(limit uint64) (previous uint64) {
 	return current
 }
 
+// continueDecoding resumes a request the filter held.
+func (s stream) continueDecoding() {
+	C.envoy_dynamic_module_callback_http_filter_continue_decoding(s.ptr)
+}
+
 func (s stream) setBufferLimit(limit uint64) {
 	C.envoy_dynamic_module_callback_http_set_buffer_limit(s.ptr, C.uint64_t(limit))
 }

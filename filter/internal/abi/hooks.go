@@ -40,12 +40,16 @@ func envoy_dynamic_module_on_http_filter_config_new(configEnvoy C.envoy_dynamic_
 		logError("filter config %q rejected: %v", envoyString(name.ptr, name.length), err)
 		return nil
 	}
-	return C.envoy_dynamic_module_type_http_filter_config_module_ptr(newHandle(&filterConfig{filter: f, metrics: m}))
+	pool := newOffloadPool(f.Settings().OffWorker)
+	return C.envoy_dynamic_module_type_http_filter_config_module_ptr(newHandle(&filterConfig{filter: f, metrics: m, pool: pool}))
 }
 
 //export envoy_dynamic_module_on_http_filter_config_destroy
 func envoy_dynamic_module_on_http_filter_config_destroy(p C.envoy_dynamic_module_type_http_filter_config_module_ptr) {
 	defer recoverQuietly("http_filter_config_destroy")
+	if pool := objectOf[filterConfig](unsafe.Pointer(p)).pool; pool != nil {
+		pool.Close() // the threads finish what is queued, then end
+	}
 	deleteHandle(unsafe.Pointer(p))
 }
 
@@ -128,10 +132,16 @@ func envoy_dynamic_module_on_http_filter_request_body(envoyPtr C.envoy_dynamic_m
 		return closedOrOpen(f, reqBodyStop, reqBodyContinue)
 	}
 	f.restoreBufferLimit(s)
+	if f.pending != nil {
+		return reqBodyWatermark // nothing passes before the verdict
+	}
 	if f.stream == nil || f.replied {
 		return reqBodyContinue
 	}
-	d := f.stream.OnRequestBody(s.bodyFrames(C.BODY_RECEIVED_REQUEST), bool(endOfStream))
+	d := f.settle(s, f.stream.OnRequestBody(s.bodyFrames(C.BODY_RECEIVED_REQUEST), bool(endOfStream)))
+	if f.pending != nil {
+		return reqBodyWatermark
+	}
 	return pickBody(f.apply(s, d), reqBodyContinue, reqBodyBuffer, reqBodyStop)
 }
 
@@ -149,10 +159,13 @@ func envoy_dynamic_module_on_http_filter_request_trailers(envoyPtr C.envoy_dynam
 	if f.failed {
 		return closedOrOpen(f, reqTrailersStop, reqTrailersContinue)
 	}
+	if f.pending != nil {
+		return reqTrailersStop
+	}
 	if f.stream == nil || f.replied {
 		return reqTrailersContinue
 	}
-	return pick(f.apply(s, f.stream.OnRequestTrailers()), reqTrailersContinue, reqTrailersStop)
+	return pick(f.apply(s, f.settle(s, f.stream.OnRequestTrailers())), reqTrailersContinue, reqTrailersStop)
 }
 
 //export envoy_dynamic_module_on_http_filter_response_headers
@@ -166,8 +179,9 @@ func envoy_dynamic_module_on_http_filter_response_headers(envoyPtr C.envoy_dynam
 		}
 	}()
 	f = objectOf[httpFilter](unsafe.Pointer(modulePtr))
-	// Our own local replies pass through the encoder chain too: let them out.
-	if f.failed || f.replied || f.stream == nil {
+	// Our own local replies pass through the encoder chain too: let them
+	// out, and Envoy's (a timeout during an inspection off the worker).
+	if f.failed || f.replied || f.stream == nil || f.pending != nil {
 		return respHeadersContinue
 	}
 	code, headers := s.responseHead()
@@ -186,7 +200,7 @@ func envoy_dynamic_module_on_http_filter_response_body(envoyPtr C.envoy_dynamic_
 		}
 	}()
 	f = objectOf[httpFilter](unsafe.Pointer(modulePtr))
-	if f.failed || f.replied || f.stream == nil {
+	if f.failed || f.replied || f.stream == nil || f.pending != nil {
 		return respBodyContinue
 	}
 	f.restoreBufferLimit(s)
@@ -205,7 +219,7 @@ func envoy_dynamic_module_on_http_filter_response_trailers(envoyPtr C.envoy_dyna
 		}
 	}()
 	f = objectOf[httpFilter](unsafe.Pointer(modulePtr))
-	if f.failed || f.replied || f.stream == nil {
+	if f.failed || f.replied || f.stream == nil || f.pending != nil {
 		return respTrailersContinue
 	}
 	return pick(f.apply(s, f.stream.OnResponseTrailers()), respTrailersContinue, respTrailersStop)
@@ -230,7 +244,7 @@ func envoy_dynamic_module_on_http_filter_stream_complete(envoyPtr C.envoy_dynami
 		return
 	}
 	f.complete = true
-	if f.stream == nil || f.failed {
+	if f.stream == nil || f.failed || f.abandonInspection() {
 		return
 	}
 	outcome := f.stream.Complete()
@@ -244,7 +258,7 @@ func envoy_dynamic_module_on_http_filter_stream_complete(envoyPtr C.envoy_dynami
 func envoy_dynamic_module_on_http_filter_destroy(modulePtr C.envoy_dynamic_module_type_http_filter_module_ptr) {
 	defer recoverQuietly("http_filter_destroy")
 	f := objectOf[httpFilter](unsafe.Pointer(modulePtr))
-	if !f.complete && f.stream != nil && !f.failed {
+	if !f.complete && f.stream != nil && !f.failed && f.pending == nil {
 		// Envoy always reports completion first; this only guards against a
 		// transaction staying open if it ever does not.
 		f.stream.Complete()

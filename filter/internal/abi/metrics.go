@@ -32,6 +32,7 @@ type metrics struct {
 	lastGoroutines atomic.Int64
 	// counter: shadow-mode acceleration decisions the exact evaluation contradicted
 	accelDisagreements C.size_t
+	offWorker          C.size_t // counter{placement}: deferred inspections, on a pool thread or in place
 }
 
 // Metric kinds, as the C helper wafsweep_define_metric takes them.
@@ -57,6 +58,7 @@ func defineMetrics(cfg C.envoy_dynamic_module_type_http_filter_config_envoy_ptr)
 		{&m.bypassed, "bypassed", counterMetric, nil},
 		{&m.goroutines, "go_goroutines", gaugeMetric, nil},
 		{&m.accelDisagreements, "accel_disagreements", counterMetric, nil},
+		{&m.offWorker, "off_worker_inspections", counterMetric, []string{"placement"}},
 	}
 	var errs []error
 	for _, d := range defs {
@@ -110,4 +112,8 @@ func (m *metrics) countVerdict(s stream, id C.size_t, v *waf.Verdict) {
 
 func (m *metrics) countError(s stream, kind string, n uint64) {
 	C.wafsweep_increment_counter1(s.ptr, m.errors, cstr(kind), C.size_t(len(kind)), C.uint64_t(n))
+}
+
+func (m *metrics) countOffWorker(s stream, placement string) {
+	C.wafsweep_increment_counter1(s.ptr, m.offWorker, cstr(placement), C.size_t(len(placement)), 1)
 }

@@ -4,6 +4,7 @@ import (
 	"runtime/cgo"
 	"unsafe"
 
+	"github.com/wafsweep/wafsweep/filter/internal/offload"
 	"github.com/wafsweep/wafsweep/filter/waf"
 )
 
@@ -11,6 +12,7 @@ import (
 type filterConfig struct {
 	filter  *waf.Filter
 	metrics *metrics
+	pool    *offload.Pool // inspects large bodies off the worker; nil when off
 }
 
 // routeConfig is what a DynamicModuleFilterPerRoute points at.
@@ -31,6 +33,9 @@ type httpFilter struct {
 	// to hold a body for inspection (0: not raised).
 	restoreLimit   uint64
 	restorePending bool // the body was released: restore on the next frame
+	// pending is the request inspection running on a pool thread, if any:
+	// until it is back, the pool thread owns stream.
+	pending *inspection
 }
 
 // objectOf returns the Go object behind a module pointer Envoy handed back.

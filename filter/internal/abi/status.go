@@ -22,9 +22,13 @@ const (
 	respHeadersContinue respHeadersStatus = C.HEADERS_CONTINUE
 	respHeadersStop     respHeadersStatus = C.HEADERS_STOP_ITERATION
 
-	reqBodyContinue  reqBodyStatus  = C.BODY_CONTINUE
-	reqBodyBuffer    reqBodyStatus  = C.BODY_STOP_AND_BUFFER
-	reqBodyStop      reqBodyStatus  = C.BODY_STOP_NO_BUFFER
+	reqBodyContinue reqBodyStatus = C.BODY_CONTINUE
+	reqBodyBuffer   reqBodyStatus = C.BODY_STOP_AND_BUFFER
+	reqBodyStop     reqBodyStatus = C.BODY_STOP_NO_BUFFER
+	// reqBodyWatermark holds frames while an inspection runs off the worker:
+	// past the buffer limit Envoy stops reading from the client instead of
+	// answering 413, which the rest of a ProcessPartial body would cause.
+	reqBodyWatermark reqBodyStatus  = C.BODY_STOP_AND_WATERMARK
 	respBodyContinue respBodyStatus = C.BODY_CONTINUE
 	respBodyBuffer   respBodyStatus = C.BODY_STOP_AND_BUFFER
 	respBodyStop     respBodyStatus = C.BODY_STOP_NO_BUFFER

@@ -11,9 +11,6 @@ import "C"
 // do nothing. Their parameters are opaque to us: plain pointers and integers
 // are enough to match the C calling convention.
 
-//export envoy_dynamic_module_on_http_filter_scheduled
-func envoy_dynamic_module_on_http_filter_scheduled(p0, p1 C.uintptr_t, p2 C.uint64_t) {}
-
 //export envoy_dynamic_module_on_http_filter_config_scheduled
 func envoy_dynamic_module_on_http_filter_config_scheduled(p0, p1 C.uintptr_t, p2 C.uint64_t) {}
 

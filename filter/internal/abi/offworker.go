@@ -1,0 +1,193 @@
+package abi
+
+/*
+#include "glue.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"unsafe"
+
+	"github.com/wafsweep/wafsweep/filter/internal/offload"
+	"github.com/wafsweep/wafsweep/filter/waf"
+)
+
+// A request body's phase 2 can cost hundreds of milliseconds of CPU under
+// the full CRS. Run on Envoy's worker thread, it would stall every other
+// stream of that worker for as long. So when package waf defers it, the
+// body hook hands it to the filter config's offload pool and holds the
+// stream; the pool thread runs it and commits an event to Envoy's scheduler
+// for the stream, and on_http_filter_scheduled, back on the worker, acts on
+// the verdict and resumes (or answers) the stream.
+//
+// While an inspection is in flight its stream belongs to the pool thread:
+// worker hooks leave the stream alone (httpFilter.pending is set), and if
+// Envoy completes the stream first (a reset, a timeout), whoever finishes
+// last of the two closes the transaction.
+
+// inspection is one deferred request inspection.
+type inspection struct {
+	mu        sync.Mutex
+	done      bool // the work returned: result and panicked are set
+	abandoned bool // the stream completed first: the pool thread closes it
+	result    waf.Decision
+	panicked  *offWorkerPanic
+}
+
+// offWorkerPanic carries a panic from a pool thread to the worker, with
+// the stack of where it happened.
+type offWorkerPanic struct {
+	value any
+	stack []byte
+}
+
+func (p *offWorkerPanic) String() string {
+	return fmt.Sprintf("%v (on an inspection thread)\n%s", p.value, p.stack)
+}
+
+// newOffloadPool starts a filter config's inspection threads. The Go
+// runtime gets enough Ps for Envoy's workers to call in while every
+// inspection thread runs Go code: a worker waiting for a P would be the
+// very stall the pool exists to avoid.
+func newOffloadPool(settings waf.OffWorker) *offload.Pool {
+	if settings.Enabled == nil || !*settings.Enabled {
+		return nil
+	}
+	threads := settings.Threads
+	if threads == 0 {
+		threads = runtime.NumCPU()
+	}
+	if want := runtime.NumCPU() + threads; runtime.GOMAXPROCS(0) < want {
+		runtime.GOMAXPROCS(want)
+	}
+	pool := offload.New(threads)
+	if err := pool.PriorityErr(); err != nil {
+		logError("inspection threads run at normal priority: %v", err)
+	}
+	return pool
+}
+
+// settle turns a Defer decision into one the hook can act on: Hold when a
+// pool thread took the inspection, the inspection's own decision when it
+// had to run here (no pool, or its queue is full).
+func (f *httpFilter) settle(s stream, d waf.Decision) waf.Decision {
+	if d.Action != waf.Defer {
+		return d
+	}
+	if f.offload(s, d.Deferred) {
+		return waf.Decision{Action: waf.Hold}
+	}
+	return d.Deferred()
+}
+
+// offload hands work to the pool and reports whether it took it.
+func (f *httpFilter) offload(s stream, work func() waf.Decision) bool {
+	pool := f.config.pool
+	if pool == nil {
+		return false
+	}
+	scheduler := C.envoy_dynamic_module_callback_http_filter_scheduler_new(s.ptr)
+	in := &inspection{}
+	f.pending = in
+	if err := pool.TrySubmit(func() { f.inspect(in, work, scheduler) }); err != nil {
+		f.pending = nil
+		C.envoy_dynamic_module_callback_http_filter_scheduler_delete(scheduler)
+		f.config.metrics.countOffWorker(s, "in_place")
+		return false
+	}
+	f.config.metrics.countOffWorker(s, "pool")
+	return true
+}
+
+// inspect runs on a pool thread. It must not call Envoy back for the
+// stream, except through the scheduler.
+func (f *httpFilter) inspect(in *inspection, work func() waf.Decision, scheduler C.envoy_dynamic_module_type_http_filter_scheduler_module_ptr) {
+	result, panicked := runRecovered(work)
+	in.mu.Lock()
+	in.result, in.panicked, in.done = result, panicked, true
+	abandoned := in.abandoned
+	in.mu.Unlock()
+	if abandoned {
+		f.closeAbandoned()
+	} else {
+		C.envoy_dynamic_module_callback_http_filter_scheduler_commit(scheduler, 0)
+	}
+	C.envoy_dynamic_module_callback_http_filter_scheduler_delete(scheduler)
+}
+
+// runRecovered runs work, turning a panic into a value: an unrecovered
+// panic on a pool thread would end the Envoy process.
+func runRecovered(work func() waf.Decision) (d waf.Decision, p *offWorkerPanic) {
+	defer func() {
+		if r := recover(); r != nil {
+			p = &offWorkerPanic{value: r, stack: debug.Stack()}
+		}
+	}()
+	return work(), nil
+}
+
+// closeAbandoned ends the transaction of a stream Envoy completed while it
+// was being inspected. Its metrics are lost with the stream.
+func (f *httpFilter) closeAbandoned() {
+	defer recoverQuietly("closing an abandoned inspection")
+	if !f.failed {
+		f.stream.Complete()
+	}
+}
+
+// abandonInspection is called when Envoy completes a stream. It reports
+// whether the pool thread still owns the stream (it then closes it).
+func (f *httpFilter) abandonInspection() (ownedByPool bool) {
+	in := f.pending
+	if in == nil {
+		return false
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.done {
+		f.pending = nil
+		return false
+	}
+	in.abandoned = true
+	return true
+}
+
+// resume acts, on the worker, on the verdict of an inspection that ran on a
+// pool thread, and lets the request go on unless it was answered.
+func (f *httpFilter) resume(s stream) {
+	in := f.pending
+	if in == nil || f.complete {
+		return
+	}
+	f.pending = nil
+	in.mu.Lock()
+	result, panicked := in.result, in.panicked
+	in.mu.Unlock()
+	if panicked != nil {
+		if onPanic(f, s, "off_worker", panicked, false, true) {
+			s.continueDecoding()
+		}
+		return
+	}
+	if f.apply(s, result) == waf.Continue {
+		s.continueDecoding()
+	}
+}
+
+//export envoy_dynamic_module_on_http_filter_scheduled
+func envoy_dynamic_module_on_http_filter_scheduled(envoyPtr C.envoy_dynamic_module_type_http_filter_envoy_ptr,
+	modulePtr C.envoy_dynamic_module_type_http_filter_module_ptr, _ C.uint64_t) {
+	s := stream{envoyPtr}
+	var f *httpFilter
+	defer func() {
+		if r := recover(); r != nil && onPanic(f, s, "scheduled", r, false, true) {
+			s.continueDecoding()
+		}
+	}()
+	f = objectOf[httpFilter](unsafe.Pointer(modulePtr))
+	f.resume(s)
+}

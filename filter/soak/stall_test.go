@@ -1,0 +1,100 @@
+package soak
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
+)
+
+// A full-CRS inspection of a 50 KB body costs hundreds of milliseconds of
+// CPU. The stall test checks that it does not hold up the small requests
+// around it: at half the knee of a mix of GETs with one 50 KB order in ten,
+// the GETs' p99 may be at most twice their p99 with the orders left out.
+// The same runs with inspection in place (off_worker disabled) are the
+// control: they show what the test would see if large bodies did stall.
+var (
+	stallMix = []share{{plan.ShapeGet, 0.9, 4}, {plan.ShapeJSON50K, 0.1, 3}}
+	getsOnly = []share{{plan.ShapeGet, 1, 4}}
+)
+
+// maxStallRatio is the bound on GET p99 with large bodies over GET p99 alone.
+const maxStallRatio = 2.0
+
+// stallFigures is one placement's result, written to stall.json.
+type stallFigures struct {
+	Placement      string  `json:"placement"` // off_worker or in_place
+	KneeRPS        int     `json:"mix_knee_rps"`
+	RateRPS        float64 `json:"rate_rps"`
+	GETRateRPS     float64 `json:"get_rate_rps"`
+	GETAloneP99Ms  float64 `json:"get_alone_p99_ms"`
+	GETMixedP99Ms  float64 `json:"get_mixed_p99_ms"`
+	PostMixedP99Ms float64 `json:"post_50k_mixed_p99_ms"`
+	Ratio          float64 `json:"ratio"`
+	// GETMixedCompleted is the share of scheduled GETs that completed in
+	// the mixed run: below 1 the GETs could not keep their rate.
+	GETMixedCompleted float64 `json:"get_mixed_completed"`
+	RunSeconds        float64 `json:"run_seconds"`
+}
+
+func TestLargeBodiesDoNotStallOtherStreams(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the stall test measures a knee, then drives Envoy for four runs of -stall.duration")
+	}
+	measured := startProxy(t)
+	kneeRPS, _ := measureKnee(t, measured, stallMix)
+	measured.stop(t)
+	rate := float64(kneeRPS) / 2
+	var figures []stallFigures
+	for _, placement := range []struct {
+		name     string
+		settings []string
+		control  bool
+	}{
+		{"off_worker", nil, false}, // the default
+		{"in_place", []string{`"off_worker":{"enabled":false}`}, true},
+	} {
+		p := startProxy(t, placement.settings...)
+		f := stallFigures{Placement: placement.name, KneeRPS: kneeRPS, RateRPS: rate,
+			GETRateRPS: rate * stallMix[0].fraction, RunSeconds: stallDuration.Seconds()}
+		alone := runStallMix(t, p, getsOnly, f.GETRateRPS, true)
+		mixed := runStallMix(t, p, stallMix, rate, !placement.control)
+		p.stop(t)
+		f.GETAloneP99Ms, f.GETMixedP99Ms, f.PostMixedP99Ms = alone[0].P99Ms, mixed[0].P99Ms, mixed[1].P99Ms
+		f.GETMixedCompleted = mixed[0].CompletionRatio()
+		f.Ratio = f.GETMixedP99Ms / f.GETAloneP99Ms
+		t.Logf("%s at %.1f RPS (mix knee %d): GET p50/p99 %.1f/%.1f ms alone, %.1f/%.1f ms with 50 KB orders (x%.2f, %.0f%% of GETs completed); order p99 %.0f ms",
+			f.Placement, rate, kneeRPS, alone[0].P50Ms, f.GETAloneP99Ms, mixed[0].P50Ms, f.GETMixedP99Ms, f.Ratio,
+			100*f.GETMixedCompleted, f.PostMixedP99Ms)
+		figures = append(figures, f)
+	}
+	if err := writeSummaryJSON(filepath.Join(outputDir(t), "stall.json"), figures); err != nil {
+		t.Error(err)
+	}
+	if r := figures[0].Ratio; r > maxStallRatio {
+		t.Errorf("with inspection off the worker, 50 KB orders raise GET p99 %.2fx (%.1f -> %.1f ms), above the %.0fx bound",
+			r, figures[0].GETAloneP99Ms, figures[0].GETMixedP99Ms, maxStallRatio)
+	}
+}
+
+// runStallMix drives a mix for -stall.duration. A run that must be valid
+// fails the test unless every scheduled call completed with a 2xx: the p99
+// of an overloaded run says nothing about stalls. The control run may
+// stall; its figures are only reported.
+func runStallMix(t *testing.T, p *proxy, mix []share, rate float64, mustBeValid bool) []loadgen.Result {
+	t.Helper()
+	results, err := runMix(t.Context(), mixSpecs(t, p.baseURL, mix, rate, *stallDuration))
+	if err != nil && mustBeValid {
+		t.Fatal(err)
+	}
+	for i, r := range results {
+		if mustBeValid && (r.Completed < r.Scheduled*99/100 || r.Non2xx+r.SocketErrors > 0) {
+			t.Fatalf("%s at %.1f RPS did not keep up: %d of %d completed, %d errors\n%s", mix[i].shape,
+				r.TargetQPS, r.Completed, r.Scheduled, r.Non2xx+r.SocketErrors, p.logTail())
+		}
+	}
+	time.Sleep(kneePause)
+	return results
+}
