@@ -64,6 +64,7 @@ type proxyOptions struct {
 	logLevel string
 	asStruct bool // pass config as a google.protobuf.Struct
 	workers  int  // Envoy's --concurrency; default 2
+	env      []string
 }
 
 // startProxy starts backend and Envoy; both are stopped when the test ends.
@@ -116,7 +117,7 @@ func tryStartProxy(t testing.TB, o proxyOptions) (*proxy, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	p.envoy, err = envoyproc.Start(ctx, envoyproc.Options{
-		ConfigPath: cfgPath, LogPath: p.logPath, AdminPort: ports[1], Concurrency: o.workers, LogLevel: o.logLevel,
+		ConfigPath: cfgPath, LogPath: p.logPath, AdminPort: ports[1], Concurrency: o.workers, LogLevel: o.logLevel, Env: o.env,
 		// Envoy flushes access logs every 10 s by default; tests read them sooner.
 		FileFlushInterval: 100 * time.Millisecond,
 	})

@@ -9,13 +9,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-// Opaque pointers. Envoy's are real pointers; the module's are integer
-// handles (runtime/cgo.Handle) cast to pointers, never Go pointers.
+// Opaque pointers. Envoy's are real pointers. The module's are integer
+// handles (runtime/cgo.Handle), and are declared here as uintptr_t, which
+// the x86-64 and arm64 calling conventions pass exactly as a pointer: typed
+// as pointers, cgo would give Go unsafe.Pointer values of 1, 2, 3..., and
+// the Go runtime aborts the process ("invalid pointer found on stack") when
+// it copies a stack holding a pointer below 4096.
 typedef void* envoy_dynamic_module_type_http_filter_config_envoy_ptr;
-typedef const void* envoy_dynamic_module_type_http_filter_config_module_ptr;
-typedef const void* envoy_dynamic_module_type_http_filter_per_route_config_module_ptr;
+typedef uintptr_t envoy_dynamic_module_type_http_filter_config_module_ptr;
+typedef uintptr_t envoy_dynamic_module_type_http_filter_per_route_config_module_ptr;
 typedef void* envoy_dynamic_module_type_http_filter_envoy_ptr;
-typedef const void* envoy_dynamic_module_type_http_filter_module_ptr;
+typedef uintptr_t envoy_dynamic_module_type_http_filter_module_ptr;
 typedef const char* envoy_dynamic_module_type_abi_version_module_ptr;
 // Allocated by Envoy, owned by the module: deleted with scheduler_delete.
 typedef void* envoy_dynamic_module_type_http_filter_scheduler_module_ptr;

@@ -7,19 +7,8 @@ package abi
 import "C"
 
 import (
-	"runtime/cgo"
 	"unsafe"
 )
-
-// handleOf turns a module pointer Envoy gave back into its handle.
-func handleOf(p unsafe.Pointer) cgo.Handle {
-	return cgo.Handle(C.wafsweep_ptr_to_handle(p))
-}
-
-// pointerOf turns a handle into the module pointer Envoy stores.
-func pointerOf(h cgo.Handle) unsafe.Pointer {
-	return C.wafsweep_handle_to_ptr(C.uintptr_t(h))
-}
 
 // moduleBuffer describes Go bytes to Envoy for the duration of one call.
 // The bytes hold no Go pointers, which is what cgo's rules require.

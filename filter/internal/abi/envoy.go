@@ -192,7 +192,7 @@ func (s stream) setMetadataNumber(ns, key string, value float64) {
 
 func (s stream) routeConfig() (C.envoy_dynamic_module_type_http_filter_per_route_config_module_ptr, bool) {
 	p := C.envoy_dynamic_module_callback_get_most_specific_route_config(s.ptr)
-	return p, p != nil
+	return p, p != 0
 }
 
 func atoi(s string) int {

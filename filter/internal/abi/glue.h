@@ -1,13 +1,10 @@
-// Small C helpers of the binding: integer handles as module pointers, and
-// label vectors built on the C stack so that no Go memory holding Go
+// Small C helpers of the binding: the ABI version, and label vectors built on the C stack so that no Go memory holding Go
 // pointers is ever passed to Envoy (cgocheck would reject it).
 #pragma once
 
 #include <stdint.h>
 #include "abi.h"
 
-static inline const void* wafsweep_handle_to_ptr(uintptr_t h) { return (const void*)h; }
-static inline uintptr_t wafsweep_ptr_to_handle(const void* p) { return (uintptr_t)p; }
 
 static const char wafsweep_abi_version[] = "v0.1.0";
 static inline const char* wafsweep_abi_version_ptr(void) { return wafsweep_abi_version; }

@@ -7,7 +7,6 @@ import "C"
 
 import (
 	"fmt"
-	"unsafe"
 
 	"github.com/wafsweep/wafsweep/filter/waf"
 )
@@ -27,30 +26,30 @@ func envoy_dynamic_module_on_http_filter_config_new(configEnvoy C.envoy_dynamic_
 	defer func() {
 		if r := recover(); r != nil {
 			logError("filter config rejected: panic while building it: %v", r)
-			out = nil
+			out = 0
 		}
 	}()
 	f, err := waf.NewFilter(envoyBytes(config), envoyLogger{})
 	if err != nil {
 		logError("filter config %q rejected: %v", envoyString(name.ptr, name.length), err)
-		return nil
+		return 0
 	}
 	m, err := defineMetrics(configEnvoy)
 	if err != nil {
 		logError("filter config %q rejected: %v", envoyString(name.ptr, name.length), err)
-		return nil
+		return 0
 	}
 	pool := newOffloadPool(f.Settings().OffWorker)
-	return C.envoy_dynamic_module_type_http_filter_config_module_ptr(newHandle(&filterConfig{filter: f, metrics: m, pool: pool}))
+	return newHandle(&filterConfig{filter: f, metrics: m, pool: pool})
 }
 
 //export envoy_dynamic_module_on_http_filter_config_destroy
 func envoy_dynamic_module_on_http_filter_config_destroy(p C.envoy_dynamic_module_type_http_filter_config_module_ptr) {
 	defer recoverQuietly("http_filter_config_destroy")
-	if pool := objectOf[filterConfig](unsafe.Pointer(p)).pool; pool != nil {
+	if pool := objectOf[filterConfig](p).pool; pool != nil {
 		pool.Close() // the threads finish what is queued, then end
 	}
-	deleteHandle(unsafe.Pointer(p))
+	deleteHandle(p)
 }
 
 //export envoy_dynamic_module_on_http_filter_per_route_config_new
@@ -58,24 +57,24 @@ func envoy_dynamic_module_on_http_filter_per_route_config_new(name, config C.env
 	defer func() {
 		if r := recover(); r != nil {
 			logError("per-route config rejected: panic while building it: %v", r)
-			out = nil
+			out = 0
 		}
 	}()
 	rc, err := waf.ParseRouteConfig(envoyBytes(config))
 	if err == nil {
 		var route *waf.Route
 		if route, err = waf.NewRoute(rc, envoyLogger{}); err == nil {
-			return C.envoy_dynamic_module_type_http_filter_per_route_config_module_ptr(newHandle(&routeConfig{route: route}))
+			return newHandle(&routeConfig{route: route})
 		}
 	}
 	logError("per-route config %q rejected: %v", envoyString(name.ptr, name.length), err)
-	return nil
+	return 0
 }
 
 //export envoy_dynamic_module_on_http_filter_per_route_config_destroy
 func envoy_dynamic_module_on_http_filter_per_route_config_destroy(p C.envoy_dynamic_module_type_http_filter_per_route_config_module_ptr) {
 	defer recoverQuietly("http_filter_per_route_config_destroy")
-	deleteHandle(unsafe.Pointer(p))
+	deleteHandle(p)
 }
 
 //export envoy_dynamic_module_on_http_filter_new
@@ -84,11 +83,11 @@ func envoy_dynamic_module_on_http_filter_new(configPtr C.envoy_dynamic_module_ty
 	defer func() {
 		if r := recover(); r != nil {
 			logError("creating a stream: %v", r)
-			out = nil
+			out = 0
 		}
 	}()
-	cfg := objectOf[filterConfig](unsafe.Pointer(configPtr))
-	return C.envoy_dynamic_module_type_http_filter_module_ptr(newHandle(&httpFilter{config: cfg}))
+	cfg := objectOf[filterConfig](configPtr)
+	return newHandle(&httpFilter{config: cfg})
 }
 
 //export envoy_dynamic_module_on_http_filter_request_headers
@@ -101,13 +100,13 @@ func envoy_dynamic_module_on_http_filter_request_headers(envoyPtr C.envoy_dynami
 			status = onPanic(f, s, "request_headers", r, reqHeadersStop, reqHeadersContinue)
 		}
 	}()
-	f = objectOf[httpFilter](unsafe.Pointer(modulePtr))
+	f = objectOf[httpFilter](modulePtr)
 	if f.failed {
 		return closedOrOpen(f, reqHeadersStop, reqHeadersContinue)
 	}
 	var route *waf.Route
 	if p, ok := s.routeConfig(); ok {
-		route = objectOf[routeConfig](unsafe.Pointer(p)).route
+		route = objectOf[routeConfig](p).route
 	}
 	var err error
 	if f.stream, err = f.config.filter.NewStream(route); err != nil {
@@ -127,7 +126,7 @@ func envoy_dynamic_module_on_http_filter_request_body(envoyPtr C.envoy_dynamic_m
 			status = onPanic(f, s, "request_body", r, reqBodyStop, reqBodyContinue)
 		}
 	}()
-	f = objectOf[httpFilter](unsafe.Pointer(modulePtr))
+	f = objectOf[httpFilter](modulePtr)
 	if f.failed {
 		return closedOrOpen(f, reqBodyStop, reqBodyContinue)
 	}
@@ -155,7 +154,7 @@ func envoy_dynamic_module_on_http_filter_request_trailers(envoyPtr C.envoy_dynam
 			status = onPanic(f, s, "request_trailers", r, reqTrailersStop, reqTrailersContinue)
 		}
 	}()
-	f = objectOf[httpFilter](unsafe.Pointer(modulePtr))
+	f = objectOf[httpFilter](modulePtr)
 	if f.failed {
 		return closedOrOpen(f, reqTrailersStop, reqTrailersContinue)
 	}
@@ -178,7 +177,7 @@ func envoy_dynamic_module_on_http_filter_response_headers(envoyPtr C.envoy_dynam
 			status = onPanic(f, s, "response_headers", r, respHeadersStop, respHeadersContinue)
 		}
 	}()
-	f = objectOf[httpFilter](unsafe.Pointer(modulePtr))
+	f = objectOf[httpFilter](modulePtr)
 	// Our own local replies pass through the encoder chain too: let them
 	// out, and Envoy's (a timeout during an inspection off the worker).
 	if f.failed || f.replied || f.stream == nil || f.pending != nil {
@@ -199,7 +198,7 @@ func envoy_dynamic_module_on_http_filter_response_body(envoyPtr C.envoy_dynamic_
 			status = onPanic(f, s, "response_body", r, respBodyStop, respBodyContinue)
 		}
 	}()
-	f = objectOf[httpFilter](unsafe.Pointer(modulePtr))
+	f = objectOf[httpFilter](modulePtr)
 	if f.failed || f.replied || f.stream == nil || f.pending != nil {
 		return respBodyContinue
 	}
@@ -218,7 +217,7 @@ func envoy_dynamic_module_on_http_filter_response_trailers(envoyPtr C.envoy_dyna
 			status = onPanic(f, s, "response_trailers", r, respTrailersStop, respTrailersContinue)
 		}
 	}()
-	f = objectOf[httpFilter](unsafe.Pointer(modulePtr))
+	f = objectOf[httpFilter](modulePtr)
 	if f.failed || f.replied || f.stream == nil || f.pending != nil {
 		return respTrailersContinue
 	}
@@ -239,7 +238,7 @@ func envoy_dynamic_module_on_http_filter_stream_complete(envoyPtr C.envoy_dynami
 			onPanic(f, s, "stream_complete", r, 0, 0)
 		}
 	}()
-	f = objectOf[httpFilter](unsafe.Pointer(modulePtr))
+	f = objectOf[httpFilter](modulePtr)
 	if f.complete {
 		return
 	}
@@ -257,13 +256,13 @@ func envoy_dynamic_module_on_http_filter_stream_complete(envoyPtr C.envoy_dynami
 //export envoy_dynamic_module_on_http_filter_destroy
 func envoy_dynamic_module_on_http_filter_destroy(modulePtr C.envoy_dynamic_module_type_http_filter_module_ptr) {
 	defer recoverQuietly("http_filter_destroy")
-	f := objectOf[httpFilter](unsafe.Pointer(modulePtr))
+	f := objectOf[httpFilter](modulePtr)
 	if !f.complete && f.stream != nil && !f.failed && f.pending == nil {
 		// Envoy always reports completion first; this only guards against a
 		// transaction staying open if it ever does not.
 		f.stream.Complete()
 	}
-	deleteHandle(unsafe.Pointer(modulePtr))
+	deleteHandle(modulePtr)
 }
 
 // apply carries out a decision's side effects and reports the action left

@@ -1,8 +1,12 @@
 package abi
 
+/*
+#include "glue.h"
+*/
+import "C"
+
 import (
 	"runtime/cgo"
-	"unsafe"
 
 	"github.com/wafsweep/wafsweep/filter/internal/offload"
 	"github.com/wafsweep/wafsweep/filter/waf"
@@ -38,17 +42,22 @@ type httpFilter struct {
 	pending *inspection
 }
 
+// Module pointers, as Envoy stores them, are cgo.Handle values; abi.h
+// declares them as uintptr_t (see there why never as pointers), so cgo makes
+// every module pointer type an alias of C.uintptr_t.
+
 // objectOf returns the Go object behind a module pointer Envoy handed back.
 // cgo.Handle.Value panics on an unknown handle; every caller runs inside a
 // panic barrier.
-func objectOf[T any](p unsafe.Pointer) *T {
-	return handleOf(p).Value().(*T)
+func objectOf[T any](h C.uintptr_t) *T {
+	return cgo.Handle(h).Value().(*T)
 }
 
-func newHandle(v any) unsafe.Pointer { return pointerOf(cgo.NewHandle(v)) }
+// newHandle makes the module pointer Envoy keeps for v.
+func newHandle(v any) C.uintptr_t { return C.uintptr_t(cgo.NewHandle(v)) }
 
-func deleteHandle(p unsafe.Pointer) {
-	if p != nil {
-		handleOf(p).Delete()
+func deleteHandle(h C.uintptr_t) {
+	if h != 0 {
+		cgo.Handle(h).Delete()
 	}
 }

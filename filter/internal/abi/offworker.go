@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
-	"unsafe"
 
 	"github.com/wafsweep/wafsweep/filter/internal/offload"
 	"github.com/wafsweep/wafsweep/filter/waf"
@@ -188,6 +187,6 @@ func envoy_dynamic_module_on_http_filter_scheduled(envoyPtr C.envoy_dynamic_modu
 			s.continueDecoding()
 		}
 	}()
-	f = objectOf[httpFilter](unsafe.Pointer(modulePtr))
+	f = objectOf[httpFilter](modulePtr)
 	f.resume(s)
 }
