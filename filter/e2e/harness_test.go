@@ -126,7 +126,7 @@ func tryStartProxy(t testing.TB, o proxyOptions) (*proxy, error) {
 	}
 	t.Cleanup(func() {
 		if err := p.envoy.Stop(); err != nil {
-			t.Errorf("stopping envoy: %v", err)
+			t.Errorf("stopping envoy: %v; its log ends:\n%s", err, p.logTail())
 		}
 	})
 	return p, nil

@@ -90,7 +90,8 @@ type OffWorker struct {
 	// headers-only requests are always inspected in place.
 	MinBodyBytes int64 `json:"min_body_bytes"`
 	// Threads is the number of inspection threads (default: the number of
-	// CPUs the process may use).
+	// CPUs the process may use). The threads are shared by every filter
+	// config of the process, which has as many as the largest Threads.
 	Threads int `json:"threads"`
 }
 

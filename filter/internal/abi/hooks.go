@@ -39,17 +39,14 @@ func envoy_dynamic_module_on_http_filter_config_new(configEnvoy C.envoy_dynamic_
 		logError("filter config %q rejected: %v", envoyString(name.ptr, name.length), err)
 		return 0
 	}
-	pool := newOffloadPool(f.Settings().OffWorker)
+	pool := offloadPool(f.Settings().OffWorker)
 	return newHandle(&filterConfig{filter: f, metrics: m, pool: pool})
 }
 
 //export envoy_dynamic_module_on_http_filter_config_destroy
 func envoy_dynamic_module_on_http_filter_config_destroy(p C.envoy_dynamic_module_type_http_filter_config_module_ptr) {
 	defer recoverQuietly("http_filter_config_destroy")
-	if pool := objectOf[filterConfig](p).pool; pool != nil {
-		pool.Close() // the threads finish what is queued, then end
-	}
-	deleteHandle(p)
+	deleteHandle(p) // the inspection pool outlives configs (see offloadPool)
 }
 
 //export envoy_dynamic_module_on_http_filter_per_route_config_new

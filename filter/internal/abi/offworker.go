@@ -48,24 +48,33 @@ func (p *offWorkerPanic) String() string {
 	return fmt.Sprintf("%v (on an inspection thread)\n%s", p.value, p.stack)
 }
 
-// newOffloadPool starts a filter config's inspection threads. The Go
+// inspectionPool is the process's one pool of inspection threads, shared by
+// every filter config and never closed (see offload.Pool).
+var inspectionPool struct {
+	once sync.Once
+	pool *offload.Pool
+}
+
+// offloadPool returns the shared pool, grown to the threads a filter
+// config asks for, or nil when the config keeps inspection in place. The Go
 // runtime gets enough Ps for Envoy's workers to call in while every
 // inspection thread runs Go code: a worker waiting for a P would be the
 // very stall the pool exists to avoid.
-func newOffloadPool(settings waf.OffWorker) *offload.Pool {
+func offloadPool(settings waf.OffWorker) *offload.Pool {
 	if settings.Enabled == nil || !*settings.Enabled {
 		return nil
 	}
+	inspectionPool.once.Do(func() { inspectionPool.pool = offload.New() })
+	pool := inspectionPool.pool
 	threads := settings.Threads
 	if threads == 0 {
 		threads = runtime.NumCPU()
 	}
-	if want := runtime.NumCPU() + threads; runtime.GOMAXPROCS(0) < want {
-		runtime.GOMAXPROCS(want)
-	}
-	pool := offload.New(threads)
-	if err := pool.PriorityErr(); err != nil {
+	if err := pool.Grow(threads); err != nil {
 		logError("inspection threads run at normal priority: %v", err)
+	}
+	if want := runtime.NumCPU() + pool.Threads(); runtime.GOMAXPROCS(0) < want {
+		runtime.GOMAXPROCS(want)
 	}
 	return pool
 }

@@ -22,10 +22,10 @@ import (
 // would also hold up the Go runtime's stop-the-world phases).
 const Niceness = 10
 
-// queuePerThread bounds the tasks waiting for a thread. A full queue makes
+// QueueLength bounds the tasks waiting for a thread. A full queue makes
 // TrySubmit fail, and the caller does the work itself: under overload the
 // module degrades to inspecting in place, it does not pile up bodies.
-const queuePerThread = 64
+const QueueLength = 256
 
 // ErrClosed is returned by TrySubmit after Close.
 var ErrClosed = errors.New("offload pool is closed")
@@ -34,48 +34,67 @@ var ErrClosed = errors.New("offload pool is closed")
 // queue is full.
 var ErrQueueFull = errors.New("offload queue is full")
 
-// Pool is a fixed set of low-priority threads running submitted tasks in
-// order. It is safe for concurrent use.
+// Pool is a set of low-priority threads running submitted tasks in order.
+// It only grows: corazawaf keeps one for the life of the process, because
+// filter configs come and go with every listener update, and a thread that
+// ends while Envoy exits would race the process's teardown. It is safe for
+// concurrent use.
 type Pool struct {
 	tasks chan func()
 	done  sync.WaitGroup
 
-	mu     sync.RWMutex // guards closed against sends on a closed channel
-	closed bool
-
-	// priorityErr is why the threads could not be niced, if they could not
+	mu      sync.RWMutex // guards the fields below; a send holds it for reading
+	threads int
+	closed  bool
+	// priorityErr is why threads could not be niced, if they could not
 	// (seccomp, or a platform without per-thread priorities); they then run
 	// at the caller's priority.
 	priorityErr error
 }
 
-// New starts a pool of threads (at least one).
-func New(threads int) *Pool {
-	threads = max(threads, 1)
-	p := &Pool{tasks: make(chan func(), threads*queuePerThread)}
-	errs := make(chan error, threads)
-	p.done.Add(threads)
-	for range threads {
-		go p.run(errs)
+// New returns a pool without threads; Grow starts them.
+func New() *Pool {
+	return &Pool{tasks: make(chan func(), QueueLength)}
+}
+
+// Grow starts threads until the pool has at least n. It returns the first
+// error met lowering a new thread's priority; the thread runs anyway.
+func (p *Pool) Grow(n int) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
 	}
-	for range threads {
-		if err := <-errs; err != nil && p.priorityErr == nil {
+	started := make(chan error, max(n-p.threads, 0))
+	for ; p.threads < n; p.threads++ {
+		p.done.Add(1)
+		go p.run(started)
+	}
+	for range cap(started) {
+		if err := <-started; err != nil && p.priorityErr == nil {
 			p.priorityErr = err
 		}
 	}
-	return p
+	return p.priorityErr
 }
 
-// PriorityErr reports why the threads run at normal priority, or nil.
-func (p *Pool) PriorityErr() error { return p.priorityErr }
+// Threads is the number of threads started.
+func (p *Pool) Threads() int {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.threads
+}
 
 // TrySubmit queues task for a pool thread, or reports why it cannot; it
 // never blocks. A task must not panic: recover inside it.
 func (p *Pool) TrySubmit(task func()) error {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	if p.closed {
+	switch {
+	case p.closed:
 		return ErrClosed
+	case p.threads == 0:
+		return ErrQueueFull // nobody would run it
 	}
 	select {
 	case p.tasks <- task:
@@ -86,7 +105,8 @@ func (p *Pool) TrySubmit(task func()) error {
 }
 
 // Close stops taking tasks; the threads finish the queued ones, then end.
-// It does not wait (see Wait) and is safe to call more than once.
+// It does not wait (see Wait) and is safe to call more than once. Tests use
+// it; the module never closes its pool.
 func (p *Pool) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -29,9 +29,12 @@ func niceOf(t *testing.T, tid int) int {
 }
 
 func TestTasksRunOnNicedThreadsThatEndWithThePool(t *testing.T) {
-	p := New(2)
-	if err := p.PriorityErr(); err != nil {
+	p := New()
+	if err := p.Grow(2); err != nil {
 		t.Fatalf("threads not niced: %v", err)
+	}
+	if err := p.Grow(1); err != nil || p.Threads() != 2 {
+		t.Fatalf("Grow(1) after Grow(2): %d threads, %v; a pool never shrinks", p.Threads(), err)
 	}
 	var (
 		mu   sync.Mutex
@@ -86,7 +89,13 @@ func threadExists(tid int) bool {
 }
 
 func TestTrySubmitNeverBlocks(t *testing.T) {
-	p := New(1)
+	p := New()
+	if err := p.TrySubmit(func() {}); !errors.Is(err, ErrQueueFull) {
+		t.Fatalf("TrySubmit to a pool without threads = %v, want ErrQueueFull", err)
+	}
+	if err := p.Grow(1); err != nil {
+		t.Fatal(err)
+	}
 	release := make(chan struct{})
 	started := make(chan struct{})
 	if err := p.TrySubmit(func() { close(started); <-release }); err != nil {
@@ -95,7 +104,7 @@ func TestTrySubmitNeverBlocks(t *testing.T) {
 	<-started
 	ran := 0
 	var mu sync.Mutex
-	for range queuePerThread {
+	for range QueueLength {
 		if err := p.TrySubmit(func() { mu.Lock(); ran++; mu.Unlock() }); err != nil {
 			t.Fatalf("queue refused a task before it was full: %v", err)
 		}
@@ -106,8 +115,8 @@ func TestTrySubmitNeverBlocks(t *testing.T) {
 	close(release)
 	p.Close()
 	p.Wait()
-	if ran != queuePerThread {
-		t.Fatalf("Close returned with %d of %d queued tasks run", ran, queuePerThread)
+	if ran != QueueLength {
+		t.Fatalf("Wait returned with %d of %d queued tasks run", ran, QueueLength)
 	}
 	if err := p.TrySubmit(func() {}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("TrySubmit after Close = %v, want ErrClosed", err)
