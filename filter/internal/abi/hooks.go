@@ -40,6 +40,7 @@ func envoy_dynamic_module_on_http_filter_config_new(configEnvoy C.envoy_dynamic_
 		return 0
 	}
 	pool := offloadPool(f.Settings().OffWorker)
+	releaseBuildGarbage()
 	return newHandle(&filterConfig{filter: f, metrics: m, pool: pool})
 }
 

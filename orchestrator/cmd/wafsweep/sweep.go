@@ -41,7 +41,7 @@ func parseSweepFlags(args []string, stderr io.Writer) (sweepFlags, *flag.FlagSet
 	var f sweepFlags
 	fs := flag.NewFlagSet("wafsweep sweep", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.profile, "profile", "short", "starting plan: short (about 15 minutes on 2 cores) or full (the whole matrix)")
+	fs.StringVar(&f.profile, "profile", "short", "starting plan: short (about 20 minutes on 2 cores) or full (the whole matrix); on the local target both add waf-accelerated")
 	fs.StringVar(&f.planFile, "plan", "", "JSON plan file (replaces --profile; flags below still override it)")
 	fs.StringVar(&f.flavors, "flavors", "", "comma-separated flavors: "+strings.Join(plan.Flavors(), ", "))
 	fs.StringVar(&f.tiers, "tiers", "", "comma-separated tiers: "+strings.Join(plan.Tiers()[1:], ", "))
@@ -72,12 +72,26 @@ func parseSweepFlags(args []string, stderr io.Writer) (sweepFlags, *flag.FlagSet
 }
 
 // shortProfile is `make sweep`'s default: the whole output set in about
-// 15 minutes on a 2-core machine.
+// 20 minutes on a 2-core machine.
 func shortProfile() plan.Plan {
 	p := plan.Default()
 	p.Shapes = []string{plan.ShapeGet, plan.ShapeJSON1K}
 	p.Warmup, p.Measure, p.Cooldown = 2*time.Second, 5*time.Second, 1*time.Second
 	return p
+}
+
+// withAccelerated adds the accelerated build after waf: on the local
+// target the profiles show what it gains end to end. (The Kubernetes
+// targets deploy the stock module only.)
+func withAccelerated(flavors []string) []string {
+	out := make([]string, 0, len(flavors)+1)
+	for _, f := range flavors {
+		out = append(out, f)
+		if f == plan.FlavorWAF {
+			out = append(out, plan.FlavorWAFAccelerated)
+		}
+	}
+	return out
 }
 
 // buildPlan applies the profile or plan file, then the flags.
@@ -95,6 +109,9 @@ func (f sweepFlags) buildPlan() (plan.Plan, error) {
 		p = plan.Default()
 	default:
 		return p, fmt.Errorf("--profile %q: use short or full", f.profile)
+	}
+	if f.planFile == "" && f.target == "local" {
+		p.Flavors = withAccelerated(p.Flavors)
 	}
 	var errs []error
 	list := func(s string, dst *[]string) {

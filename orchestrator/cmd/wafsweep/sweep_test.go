@@ -28,6 +28,24 @@ func TestFlagsBuildThePlan(t *testing.T) {
 	if err != nil || len(sp.Shapes) != 2 || sp.Measure != 5*time.Second {
 		t.Fatalf("short profile: %+v %v", sp, err)
 	}
+	for _, tt := range []struct {
+		args        []string
+		wantFlavors string
+	}{
+		{nil, "direct,envoy,waf,waf-accelerated"},
+		{[]string{"--profile", "full"}, "direct,envoy,waf,waf-accelerated"},
+		{[]string{"--target", "kube"}, "direct,envoy,waf"},
+		{[]string{"--flavors", "waf"}, "waf"},
+	} {
+		f, _, err := parseSweepFlags(tt.args, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := f.buildPlan()
+		if got := strings.Join(p.Flavors, ","); err != nil || got != tt.wantFlavors {
+			t.Errorf("%v: flavors %s, %v; want %s", tt.args, got, err, tt.wantFlavors)
+		}
+	}
 }
 
 func TestBadFlagsFailBeforeAnythingStarts(t *testing.T) {
