@@ -184,6 +184,11 @@ SOAK_FUZZ_TARGETS := FuzzParseConfig FuzzParseRouteConfig
 .PHONY: soak
 soak: envoy $(MODULE)
 	@mkdir -p $(SOAK_OUT)
+	@{ echo "commit: $$(git rev-parse HEAD)$$(git diff --quiet HEAD -- filter rulesets || echo ' (modified)')"; \
+	   echo "started: $$(date -u +%Y-%m-%dT%H:%M:%SZ)"; echo "command: make soak SOAK_DURATION=$(SOAK_DURATION) STALL_DURATION=$(STALL_DURATION) SOAK_FUZZTIME=$(SOAK_FUZZTIME)"; \
+	   echo "envoy: $$($(BUILD)/envoy --version 2>/dev/null | grep -o 'version: [^ ]*')"; echo "go: $$($(GO) env GOVERSION)"; \
+	   echo "cpus: $$(nproc) x $$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"; \
+	   echo "memory: $$(grep MemTotal /proc/meminfo | tr -s ' ' | cut -d' ' -f2-)"; } > $(SOAK_OUT)/metadata.txt
 	@set -o pipefail; status=0; \
 	WAFSWEEP_E2E=required ENVOY_BIN="$(abspath $(BUILD)/envoy)" CORAZAWAF_MODULE="$(abspath $(MODULE))" \
 		$(GO) test -count=1 -timeout 2h -run '^(TestSoak|TestLargeBodiesDoNotStallOtherStreams)$$' -v ./filter/soak \
