@@ -46,37 +46,47 @@ func TestLargeBodiesDoNotStallOtherStreams(t *testing.T) {
 	measured := startProxy(t)
 	kneeRPS, _ := measureKnee(t, measured, stallMix)
 	measured.stop(t)
-	rate := float64(kneeRPS) / 2
 	var figures []stallFigures
-	for _, placement := range []struct {
-		name     string
-		settings []string
-		control  bool
-	}{
-		{"off_worker", nil, false}, // the default
-		{"in_place", []string{`"off_worker":{"enabled":false}`}, true},
-	} {
-		p := startProxy(t, placement.settings...)
-		f := stallFigures{Placement: placement.name, KneeRPS: kneeRPS, RateRPS: rate,
-			GETRateRPS: rate * stallMix[0].fraction, RunSeconds: stallDuration.Seconds()}
-		alone := runStallMix(t, p, getsOnly, f.GETRateRPS, true)
-		mixed := runStallMix(t, p, stallMix, rate, !placement.control)
-		p.stop(t)
-		f.GETAloneP99Ms, f.GETMixedP99Ms, f.PostMixedP99Ms = alone[0].P99Ms, mixed[0].P99Ms, mixed[1].P99Ms
-		f.GETMixedCompleted = mixed[0].CompletionRatio()
-		f.Ratio = f.GETMixedP99Ms / f.GETAloneP99Ms
-		t.Logf("%s at %.1f RPS (mix knee %d): GET p50/p99 %.1f/%.1f ms alone, %.1f/%.1f ms with 50 KB orders (x%.2f, %.0f%% of GETs completed); order p99 %.0f ms",
-			f.Placement, rate, kneeRPS, alone[0].P50Ms, f.GETAloneP99Ms, mixed[0].P50Ms, f.GETMixedP99Ms, f.Ratio,
-			100*f.GETMixedCompleted, f.PostMixedP99Ms)
-		figures = append(figures, f)
+	// A p99 of a few hundred GETs moves with one scheduling hiccup on a
+	// shared machine, so a ratio above the bound is measured once more, on
+	// a fresh Envoy, and fails the test only if it holds (as the sweep
+	// confirms a knee before reporting it).
+	var offWorker stallFigures
+	for attempt := 1; attempt <= 2; attempt++ {
+		offWorker = measureStall(t, "off_worker", nil, false, kneeRPS)
+		figures = append(figures, offWorker)
+		if offWorker.Ratio <= maxStallRatio {
+			break
+		}
 	}
+	figures = append(figures, measureStall(t, "in_place", []string{`"off_worker":{"enabled":false}`}, true, kneeRPS))
 	if err := writeSummaryJSON(filepath.Join(outputDir(t), "stall.json"), figures); err != nil {
 		t.Error(err)
 	}
-	if r := figures[0].Ratio; r > maxStallRatio {
-		t.Errorf("with inspection off the worker, 50 KB orders raise GET p99 %.2fx (%.1f -> %.1f ms), above the %.0fx bound",
-			r, figures[0].GETAloneP99Ms, figures[0].GETMixedP99Ms, maxStallRatio)
+	if r := offWorker.Ratio; r > maxStallRatio {
+		t.Errorf("with inspection off the worker, 50 KB orders raise GET p99 %.2fx (%.1f -> %.1f ms), above the %.0fx bound, twice",
+			r, offWorker.GETAloneP99Ms, offWorker.GETMixedP99Ms, maxStallRatio)
 	}
+}
+
+// measureStall runs GETs alone, then the mix, at half the knee on a fresh
+// Envoy with the given settings. A control run may stall.
+func measureStall(t *testing.T, placement string, settings []string, control bool, kneeRPS int) stallFigures {
+	t.Helper()
+	rate := float64(kneeRPS) / 2
+	p := startProxy(t, settings...)
+	defer p.stop(t)
+	f := stallFigures{Placement: placement, KneeRPS: kneeRPS, RateRPS: rate,
+		GETRateRPS: rate * stallMix[0].fraction, RunSeconds: stallDuration.Seconds()}
+	alone := runStallMix(t, p, getsOnly, f.GETRateRPS, true)
+	mixed := runStallMix(t, p, stallMix, rate, !control)
+	f.GETAloneP99Ms, f.GETMixedP99Ms, f.PostMixedP99Ms = alone[0].P99Ms, mixed[0].P99Ms, mixed[1].P99Ms
+	f.GETMixedCompleted = mixed[0].CompletionRatio()
+	f.Ratio = f.GETMixedP99Ms / f.GETAloneP99Ms
+	t.Logf("%s at %.1f RPS (mix knee %d): GET p50/p99 %.1f/%.1f ms alone, %.1f/%.1f ms with 50 KB orders (x%.2f, %.0f%% of GETs completed); order p99 %.0f ms",
+		f.Placement, rate, kneeRPS, alone[0].P50Ms, f.GETAloneP99Ms, mixed[0].P50Ms, f.GETMixedP99Ms, f.Ratio,
+		100*f.GETMixedCompleted, f.PostMixedP99Ms)
+	return f
 }
 
 // runStallMix drives a mix for -stall.duration. A run that must be valid

@@ -144,7 +144,12 @@ func TestMembersAndUsageOfARealTree(t *testing.T) {
 func TestCPUOfReapedChildrenIsKept(t *testing.T) {
 	done := t.TempDir() + "/done"
 	cmd := startTree(t, "(i=0; while [ $i -lt 500000 ]; do i=$((i+1)); done); touch "+done+"; exec sleep 30")
-	waitFor(t, "the busy child to finish", func() bool { _, err := os.Stat(done); return err == nil })
+	// The child touches the file just before it exits: wait for both.
+	waitFor(t, "the busy child to finish and be reaped", func() bool {
+		_, err := os.Stat(done)
+		members, merr := Members(cmd.Process.Pid)
+		return err == nil && merr == nil && len(members) == 1
+	})
 	u, err := Read(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
