@@ -176,9 +176,7 @@ func envoy_dynamic_module_on_http_filter_response_headers(envoyPtr C.envoy_dynam
 		}
 	}()
 	f = objectOf[httpFilter](modulePtr)
-	// Our own local replies pass through the encoder chain too: let them
-	// out, and Envoy's (a timeout during an inspection off the worker).
-	if f.failed || f.replied || f.stream == nil || f.pending != nil {
+	if f.passesResponse() {
 		return respHeadersContinue
 	}
 	code, headers := s.responseHead()
@@ -197,7 +195,7 @@ func envoy_dynamic_module_on_http_filter_response_body(envoyPtr C.envoy_dynamic_
 		}
 	}()
 	f = objectOf[httpFilter](modulePtr)
-	if f.failed || f.replied || f.stream == nil || f.pending != nil {
+	if f.passesResponse() {
 		return respBodyContinue
 	}
 	f.restoreBufferLimit(s)
@@ -216,7 +214,7 @@ func envoy_dynamic_module_on_http_filter_response_trailers(envoyPtr C.envoy_dyna
 		}
 	}()
 	f = objectOf[httpFilter](modulePtr)
-	if f.failed || f.replied || f.stream == nil || f.pending != nil {
+	if f.passesResponse() {
 		return respTrailersContinue
 	}
 	return pick(f.apply(s, f.stream.OnResponseTrailers()), respTrailersContinue, respTrailersStop)
@@ -288,6 +286,14 @@ func (f *httpFilter) apply(s stream, d waf.Decision) waf.Action {
 		s.sendReply(d.Reply)
 	}
 	return d.Action
+}
+
+// passesResponse reports whether the response hooks let the response
+// through untouched: after a failure, for our own local replies (they pass
+// through the encoder chain too), for Envoy's replies while an inspection
+// runs off the worker (a timeout), and when no transaction was started.
+func (f *httpFilter) passesResponse() bool {
+	return f.failed || f.replied || f.stream == nil || f.pending != nil
 }
 
 // restoreBufferLimit puts back Envoy's own buffer limit after a held body
