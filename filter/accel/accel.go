@@ -317,6 +317,11 @@ func (a *Accelerator) Built() {
 // Mode reports the mode.
 func (a *Accelerator) Mode() Mode { return a.mode }
 
+// RootFS returns the root filesystem to build the accelerated WAF on: the
+// same files, marked so that its @pmFromFile rules use the compact phrase
+// matcher (package phrases; same matches, a seventh of the memory).
+func (a *Accelerator) RootFS(root fs.FS) fs.FS { return plugin.CompactPhrases(root) }
+
 // Summary describes the accelerated rule set for Envoy's log.
 func (a *Accelerator) Summary() string {
 	covered := 0

@@ -2,6 +2,7 @@ package waf
 
 import (
 	"fmt"
+	"io/fs"
 	"strconv"
 	"strings"
 	"sync"
@@ -64,13 +65,15 @@ func newEngine(spec engineSpec) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	var root fs.FS = NewRulesFS()
 	if acc != nil {
 		// The generated rules go first, so that they are the first
 		// rules of phase 2.
 		text = acc.Directives() + text
+		root = acc.RootFS(root)
 	}
 	wafCfg := coraza.NewWAFConfig().
-		WithRootFS(NewRulesFS()).
+		WithRootFS(root).
 		WithDirectives(text)
 	if spec.logRules && spec.log != nil {
 		wafCfg = wafCfg.WithErrorCallback(matchedRuleLogger(spec.log))
