@@ -39,7 +39,7 @@ func (k *kubeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&k.proxyMemory, "proxy-memory", "1Gi", "kind/kube: Envoy's memory (request = limit)")
 	fs.StringVar(&k.envoy, "envoy", "", "kind/kube: the Envoy binary put in the image (default <repo>/build/envoy)")
 	fs.StringVar(&k.podBinary, "pod-binary", "", "kind/kube: the static wafsweep-pod binary put in the image (default <repo>/build/wafsweep-pod)")
-	fs.BoolVar(&k.allowSharedCPUs, "allow-shared-cpus", false, "kind/kube: measure even when Envoy's cpuset is not exclusive (noted in the metadata)")
+	fs.BoolVar(&k.allowSharedCPUs, "allow-shared-cpus", false, "measure even when Envoy's CPUs are not its own: local: --proxy-cpus may overlap --loadgen-cpus; kind/kube: a cpuset that is not exclusive (noted in the metadata)")
 }
 
 // target validates the flags into a Kubernetes target, started by

@@ -266,7 +266,7 @@ func (f sweepFlags) sweepOptions() (sweep.Options, error) {
 		return sweep.Options{}, err
 	}
 	tgt, err := local.New(local.Options{ModulePath: module, ProxyCPUs: proxy, LoadgenCPUs: loadgen, BackendCPUs: backendCPUs,
-		BackendCommand: []string{self, "backend"}, PinSelf: true})
+		SharedCPUs: f.kube.allowSharedCPUs, BackendCommand: []string{self, "backend"}, PinSelf: true})
 	if err != nil {
 		return sweep.Options{}, err
 	}

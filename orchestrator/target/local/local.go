@@ -35,6 +35,10 @@ type Options struct {
 	// CPU sets per role. Defaults split the machine: the proxy gets the
 	// upper half of the CPUs, the load generator and backend the rest.
 	ProxyCPUs, LoadgenCPUs, BackendCPUs []int
+	// SharedCPUs lets the proxy share CPUs with the load generator (for
+	// example, two Envoy workers on a two-core machine). Latency and
+	// capacity are then not the proxy's alone; Describe says so.
+	SharedCPUs bool
 	// BackendCommand runs the backend as its own process (e.g.
 	// [wafsweep backend]); it is given --listen ADDR. Empty runs the backend
 	// inside this process, sharing the load generator's CPUs (tests).
@@ -77,10 +81,9 @@ func New(opts Options) (*Local, error) {
 			}
 		}
 	}
-	for _, c := range opts.ProxyCPUs {
-		if slices.Contains(opts.LoadgenCPUs, c) {
-			errs = append(errs, fmt.Errorf("--proxy-cpus and --loadgen-cpus share CPU %d: give the proxy its own cores", c))
-		}
+	if shared := sharedCPUs(opts.ProxyCPUs, opts.LoadgenCPUs); len(shared) > 0 && !opts.SharedCPUs {
+		errs = append(errs, fmt.Errorf("--proxy-cpus and --loadgen-cpus share CPUs %s: give the proxy its own cores (or accept it with --allow-shared-cpus)",
+			procstat.FormatCPUList(shared)))
 	}
 	var envoyErr error
 	if opts.EnvoyBinary == "" {
@@ -95,6 +98,17 @@ func New(opts Options) (*Local, error) {
 		}
 	}
 	return &Local{opts: opts, envoyErr: envoyErr}, nil
+}
+
+// sharedCPUs lists the proxy's CPUs that the load generator also uses.
+func sharedCPUs(proxy, loadgen []int) []int {
+	var shared []int
+	for _, c := range proxy {
+		if slices.Contains(loadgen, c) {
+			shared = append(shared, c)
+		}
+	}
+	return shared
 }
 
 func span(lo, hi int) []int {
@@ -117,6 +131,10 @@ func (l *Local) Describe() target.Description {
 	}}
 	if len(l.opts.BackendCommand) == 0 {
 		d.Notes = append(d.Notes, "backend ran inside the load generator's process: backend saturation is not checked")
+	}
+	if shared := sharedCPUs(l.opts.ProxyCPUs, l.opts.LoadgenCPUs); len(shared) > 0 {
+		d.Notes = append(d.Notes, "proxy shares CPUs "+procstat.FormatCPUList(shared)+
+			" with the load generator (--allow-shared-cpus): knees, latency and cores per 1k RPS are not the proxy's alone")
 	}
 	if slices.Equal(l.opts.LoadgenCPUs, l.opts.BackendCPUs) {
 		d.Notes = append(d.Notes, "load generator and backend share CPUs "+procstat.FormatCPUList(l.opts.LoadgenCPUs))

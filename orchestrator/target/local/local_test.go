@@ -16,7 +16,7 @@ func TestNewRejectsBadCPUAssignments(t *testing.T) {
 		wantErr string
 	}{
 		{"CPU that does not exist", Options{EnvoyBinary: "/bin/true", ProxyCPUs: []int{n + 3}}, "does not exist"},
-		{"proxy shares the load generator's CPU", Options{EnvoyBinary: "/bin/true", ProxyCPUs: []int{0}, LoadgenCPUs: []int{0}}, "give the proxy its own cores"},
+		{"proxy shares the load generator's CPU", Options{EnvoyBinary: "/bin/true", ProxyCPUs: []int{0}, LoadgenCPUs: []int{0}}, "share CPUs 0: give the proxy its own cores"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -25,6 +25,16 @@ func TestNewRejectsBadCPUAssignments(t *testing.T) {
 				t.Fatalf("error %v, want %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+func TestSharedCPUsAreAcceptedOnRequestAndNoted(t *testing.T) {
+	l, err := New(Options{EnvoyBinary: "/bin/true", ProxyCPUs: []int{0}, LoadgenCPUs: []int{0}, SharedCPUs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if notes := strings.Join(l.Describe().Notes, " "); !strings.Contains(notes, "proxy shares CPUs 0 with the load generator") {
+		t.Fatalf("the shared CPU is not noted: %s", notes)
 	}
 }
 
