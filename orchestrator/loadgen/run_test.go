@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -281,5 +282,27 @@ func TestSpecDefaults(t *testing.T) {
 	}
 	if got := fmt.Sprint(Spec{}.Headers); got != "map[]" {
 		t.Errorf("normalized modified the caller's spec: %s", got)
+	}
+}
+
+// TestWarmUpDoesNotBurst checks that the connections' first requests are
+// not sent all at once: a slow server sees at most a couple of requests in
+// flight at a rate far below its capacity (one request per 31 ms), warm-up included.
+func TestWarmUpDoesNotBurst(t *testing.T) {
+	var inFlight, most atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(10 * time.Millisecond)
+	}))
+	defer srv.Close()
+	spec := Spec{URL: srv.URL + "/slow", QPS: 32, Connections: 16, Duration: time.Second}
+	if _, err := Run(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	if m := most.Load(); m > 2 {
+		t.Errorf("%d requests in flight at once at 32 RPS of 10 ms requests: the warm-up burst is back", m)
 	}
 }

@@ -16,7 +16,8 @@ import (
 
 // method states the knee definition (see package knee) for readers of the
 // report.
-const method = "Each step offers a constant target rate with Fortio (uniform spacing, no catch-up) " +
+const method = "Each step offers a constant target rate with Fortio (uniform spacing, no catch-up, " +
+	"connections warmed one at a time) " +
 	"and passes when at least 99% of the scheduled requests complete with at most 0.1% non-2xx " +
 	"responses or socket errors; a step whose measurement cannot be trusted (load generator over " +
 	"its CPU budget, proxy restart, backend saturation, failed pre-check) is invalid and retried. " +

@@ -40,24 +40,27 @@ type Client struct {
 // RunRequest is the JSON body of /fortio/rest/run: Fortio reads every
 // option as a string.
 type RunRequest struct {
-	URL        string   `json:"url"`
-	Async      string   `json:"async"`
-	Save       string   `json:"save"`
-	QPS        string   `json:"qps"`
-	Duration   string   `json:"t"`
-	C          string   `json:"c"`
-	R          string   `json:"r"`
-	P          string   `json:"p"`
-	Uniform    string   `json:"uniform"`
-	NoCatchUp  string   `json:"nocatchup"`
-	Jitter     string   `json:"jitter"`
-	Timeout    string   `json:"timeout"`
-	Method     string   `json:"X,omitempty"`
-	Payload    string   `json:"payload,omitempty"`
-	Headers    []string `json:"headers"`
-	Labels     string   `json:"labels"`
-	StdClient  string   `json:"stdclient"`
-	Connection string   `json:"connection-reuse,omitempty"`
+	URL       string `json:"url"`
+	Async     string `json:"async"`
+	Save      string `json:"save"`
+	QPS       string `json:"qps"`
+	Duration  string `json:"t"`
+	C         string `json:"c"`
+	R         string `json:"r"`
+	P         string `json:"p"`
+	Uniform   string `json:"uniform"`
+	NoCatchUp string `json:"nocatchup"`
+	Jitter    string `json:"jitter"`
+	// SequentialWarmup sends each connection's first request one
+	// connection at a time (loadgen.fortioOptions says why).
+	SequentialWarmup string   `json:"sequential-warmup"`
+	Timeout          string   `json:"timeout"`
+	Method           string   `json:"X,omitempty"`
+	Payload          string   `json:"payload,omitempty"`
+	Headers          []string `json:"headers"`
+	Labels           string   `json:"labels"`
+	StdClient        string   `json:"stdclient"`
+	Connection       string   `json:"connection-reuse,omitempty"`
 }
 
 type asyncReply struct {
@@ -112,7 +115,7 @@ func Request(spec loadgen.Spec) (RunRequest, error) {
 		Duration: spec.Duration.String(),
 		C:        strconv.Itoa(spec.Connections),
 		R:        resolution, P: percentiles,
-		Uniform: "on", NoCatchUp: "on", Jitter: "off",
+		Uniform: "on", NoCatchUp: "on", Jitter: "off", SequentialWarmup: "on",
 		Timeout: timeout.String(),
 		Method:  method,
 		Payload: string(spec.Body),

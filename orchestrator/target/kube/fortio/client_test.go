@@ -80,6 +80,9 @@ func TestRunAgainstRealFortioServer(t *testing.T) {
 			if err := json.Unmarshal(res.RawJSON, &raw); err != nil || raw["Payload"] != nil {
 				t.Errorf("raw JSON keeps the payload or does not parse: %v", err)
 			}
+			if raw["SequentialWarmup"] != true {
+				t.Errorf("the server warmed the connections up in parallel (SequentialWarmup %v)", raw["SequentialWarmup"])
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			h := seen[0]
