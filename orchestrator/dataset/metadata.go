@@ -19,12 +19,14 @@ const (
 
 // Versions of everything that shapes the numbers.
 type Versions struct {
-	Envoy          string `json:"envoy"`
-	Module         string `json:"module"` // the WAF filter module build
-	Coraza         string `json:"coraza"`
-	CRS            string `json:"crs"`
-	Go             string `json:"go"`
-	WafsweepCommit string `json:"wafsweep_commit"`
+	Envoy  string `json:"envoy"`
+	Module string `json:"module"` // the WAF filter module build
+	// ModuleAccelerated is the accelerated build, when a flavor loads it.
+	ModuleAccelerated string `json:"module_accelerated,omitempty"`
+	Coraza            string `json:"coraza"`
+	CRS               string `json:"crs"`
+	Go                string `json:"go"`
+	WafsweepCommit    string `json:"wafsweep_commit"`
 }
 
 // Metadata is metadata.json: what is needed to reproduce a sweep.

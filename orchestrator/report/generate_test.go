@@ -66,7 +66,7 @@ func testMeta() dataset.Metadata {
 		StartedAt:   time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
 		CommandLine: []string{"wafsweep", "run", "--plan", "plan.json"},
 		Plan:        plan.Default(),
-		Versions:    dataset.Versions{Envoy: "1.40.0", Coraza: "v3.8.1", CRS: "v4.25.0"},
+		Versions:    dataset.Versions{Envoy: "1.40.0", Coraza: "v3.8.1", CRS: "v4.25.0", ModuleAccelerated: "sha256:0123"},
 		CPUModel:    "Test CPU <x86>", Cores: 2, Target: dataset.TargetLocal,
 		CoreAssignment: map[string]string{"proxy": "0", "loadgen": "1"},
 	}
@@ -105,6 +105,7 @@ func TestGenerate(t *testing.T) {
 		"The knee is the highest passing rate whose next tested higher rate fails",
 		"wafsweep run --plan plan.json",
 		"| Coraza | v3.8.1 |",
+		"| WAF module, accelerated build | sha256:0123 |",
 		"- CPU: Test CPU &lt;x86&gt;, 2 cores",
 		"- Cores for loadgen: 1",
 		`"ladder": [`,

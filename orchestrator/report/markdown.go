@@ -174,10 +174,12 @@ func writeReproduce(b *bytes.Buffer, meta dataset.Metadata) {
 	v := meta.Versions
 	b.WriteString("\n")
 	writeTableHeader(b, []string{"Component", "Version"})
-	for _, row := range [][2]string{
-		{"Envoy", v.Envoy}, {"WAF module", v.Module}, {"Coraza", v.Coraza}, {"CRS", v.CRS},
-		{"Go", v.Go}, {"wafsweep commit", v.WafsweepCommit},
-	} {
+	rows := [][2]string{{"Envoy", v.Envoy}, {"WAF module", v.Module}}
+	if v.ModuleAccelerated != "" {
+		rows = append(rows, [2]string{"WAF module, accelerated build", v.ModuleAccelerated})
+	}
+	rows = append(rows, [][2]string{{"Coraza", v.Coraza}, {"CRS", v.CRS}, {"Go", v.Go}, {"wafsweep commit", v.WafsweepCommit}}...)
+	for _, row := range rows {
 		writeTableRow(b, []string{row[0], orUnknown(row[1])})
 	}
 	b.WriteString("\nCommand line:\n\n")

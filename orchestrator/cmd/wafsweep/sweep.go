@@ -281,6 +281,6 @@ func (f sweepFlags) sweepOptions() (sweep.Options, error) {
 	}
 	return sweep.Options{
 		Plan: p, Target: tgt, SweepID: id, OutDir: filepath.Join(resultsDir, id), RulesetsDir: rulesets,
-		CommandLine: os.Args, Versions: versions(module), Progress: os.Stderr,
+		CommandLine: os.Args, Versions: localVersions(p, tgt), Progress: os.Stderr,
 	}, nil
 }

@@ -10,10 +10,12 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
 )
 
 // versions records what produced the numbers.
@@ -42,6 +44,16 @@ func versions(module string) dataset.Versions {
 		if out, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
 			v.WafsweepCommit = strings.TrimSpace(string(out))
 		}
+	}
+	return v
+}
+
+// localVersions adds, to versions of the stock module, the digest of the
+// accelerated build when a flavor of the plan loads it.
+func localVersions(p plan.Plan, modules interface{ ModulePath(flavor string) string }) dataset.Versions {
+	v := versions(modules.ModulePath(plan.FlavorWAF))
+	if slices.Contains(p.Flavors, plan.FlavorWAFAccelerated) {
+		v.ModuleAccelerated = fileDigest(modules.ModulePath(plan.FlavorWAFAccelerated))
 	}
 	return v
 }

@@ -165,7 +165,7 @@ func (l *Local) CheckModule(p plan.Plan) error {
 			}
 		}
 		if plan.HasWAF(f) && f != plan.FlavorNginxModSecurity {
-			if module := l.modulePath(f); module == "" {
+			if module := l.ModulePath(f); module == "" {
 				errs = append(errs, fmt.Errorf("flavor %s needs the corazawaf module: run `make build` or pass --module", f))
 			} else if _, err := os.Stat(module); err != nil {
 				errs = append(errs, fmt.Errorf("flavor %s: module %s: %w (run `make build`)", f, module, err))
@@ -175,10 +175,10 @@ func (l *Local) CheckModule(p plan.Plan) error {
 	return errors.Join(errs...)
 }
 
-// modulePath is the corazawaf build a WAF flavor loads: the accelerated
+// ModulePath is the corazawaf build a WAF flavor loads: the accelerated
 // build (acceleration on by default) for waf-accelerated, the stock build
 // otherwise.
-func (l *Local) modulePath(flavor string) string {
+func (l *Local) ModulePath(flavor string) string {
 	if flavor != plan.FlavorWAFAccelerated {
 		return l.opts.ModulePath
 	}
@@ -223,7 +223,7 @@ func (d *deployed) startEnvoy(ctx context.Context, dep target.Deployment) error 
 	}
 	opts := envoyconfig.Options{AdminPort: ports[1], ListenPort: ports[0], UpstreamPort: d.backend.port()}
 	if dep.Config.Flavor == plan.FlavorWAF || dep.Config.Flavor == plan.FlavorWAFAccelerated {
-		opts.WAF = &envoyconfig.WAFFilter{ModulePath: d.local.modulePath(dep.Config.Flavor), ConfigJSON: dep.WAFConfigJSON}
+		opts.WAF = &envoyconfig.WAFFilter{ModulePath: d.local.ModulePath(dep.Config.Flavor), ConfigJSON: dep.WAFConfigJSON}
 	}
 	bootstrap, err := envoyconfig.Build(opts)
 	if err != nil {

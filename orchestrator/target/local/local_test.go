@@ -72,7 +72,7 @@ func TestWAFAcceleratedLoadsTheAcceleratedBuild(t *testing.T) {
 	}
 	for _, tt := range tests {
 		l := &Local{opts: tt.opts}
-		if got := l.modulePath(tt.flavor); got != tt.want {
+		if got := l.ModulePath(tt.flavor); got != tt.want {
 			t.Errorf("%+v %s: module %q, want %q", tt.opts, tt.flavor, got, tt.want)
 		}
 	}
