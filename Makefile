@@ -129,7 +129,9 @@ test: lint envoy $(MODULE) $(ACCEL_MODULE) $(TEST_MODULE) $(POD_BINARY) kube-bin
 	$(TEST_ENV) $(GO) test -timeout $(TEST_TIMEOUT) $(LOAD_PACKAGES)
 	$(TEST_ENV) $(GO) test -timeout $(TEST_TIMEOUT) $(KUBE_PACKAGES)
 	$(GO) test -tags corazawaf_testhooks ./filter/waf/
+	$(GO) test -tags '$(ACCEL_TAGS)' ./filter/accel/... ./filter/waf/
 	$(GO) test -race -run 'Concurrent|Stream|Deferred' ./filter/waf/
+	$(GO) test -race -tags '$(ACCEL_TAGS)' -run 'Scratch' ./filter/accel/...
 	$(GO) test -race ./filter/internal/offload/
 
 unit:

@@ -71,6 +71,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/wafsweep/wafsweep/filter/accel/translate"
@@ -102,7 +103,7 @@ func Version() string { return C.GoString(C.hs_version()) }
 // Database scans values for a fixed list of expressions.
 type Database struct {
 	db       *C.hs_database_t
-	scratch  sync.Pool // *C.hs_scratch_t
+	scratch  scratchList
 	proto    *C.hs_scratch_t
 	covered  []bool // expression compiled (exactly or as prefilter)
 	inexact  []bool // compiled in prefilter mode
@@ -229,6 +230,7 @@ func compileMulti(patterns []string, flags, ids []C.uint) (*C.hs_database_t, err
 }
 
 func (d *Database) free() {
+	d.scratch.freeAll()
 	if d.proto != nil {
 		C.hs_free_scratch(d.proto)
 	}
@@ -250,11 +252,12 @@ func (d *Database) Scan(value string, hits []int32, buf *IDs) ([]int32, error) {
 	if d.db == nil {
 		return hits, nil
 	}
-	s, _ := d.scratch.Get().(*C.hs_scratch_t)
+	s := d.scratch.get()
 	if s == nil {
 		if C.hs_clone_scratch(d.proto, &s) != C.HS_SUCCESS {
 			return hits, errors.New("hyperscan: cloning scratch space failed")
 		}
+		d.scratch.cloned.Add(1)
 	}
 	var n C.uint
 	var data *C.char
@@ -264,7 +267,7 @@ func (d *Database) Scan(value string, hits []int32, buf *IDs) ([]int32, error) {
 		data = (*C.char)(unsafe.Pointer(&ids[0])) // any valid pointer: zero bytes are read
 	}
 	err := C.wafsweep_scan(d.db, data, C.uint(len(value)), s, &ids[0], C.uint(len(ids)), &n)
-	d.scratch.Put(s)
+	d.scratch.put(s)
 	runtime.KeepAlive(value)
 	if err != C.HS_SUCCESS {
 		return hits, fmt.Errorf("hyperscan: scan failed (%d)", int(err))
@@ -273,6 +276,56 @@ func (d *Database) Scan(value string, hits []int32, buf *IDs) ([]int32, error) {
 		hits = append(hits, int32(id))
 	}
 	return hits, nil
+}
+
+// scratchList keeps the scratch spaces of finished scans for the next
+// ones: one per scan running at once, so as many as the process has
+// scanning threads. Not a sync.Pool: a pool drops what it holds at every
+// other collection, and a dropped scratch is C memory nobody frees (it
+// leaked a scratch space per pooled entry per collection, megabytes a
+// minute under load).
+type scratchList struct {
+	mu   sync.Mutex
+	free []*C.hs_scratch_t
+	// cloned counts the scratch spaces ever made, for tests.
+	cloned atomic.Int64
+}
+
+// maxIdleScratch bounds the spaces kept: more scans than this at once
+// (threads beyond any Envoy's workers and inspection threads) free theirs.
+const maxIdleScratch = 256
+
+func (l *scratchList) get() *C.hs_scratch_t {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := len(l.free)
+	if n == 0 {
+		return nil
+	}
+	s := l.free[n-1]
+	l.free = l.free[:n-1]
+	return s
+}
+
+func (l *scratchList) put(s *C.hs_scratch_t) {
+	l.mu.Lock()
+	if len(l.free) < maxIdleScratch {
+		l.free = append(l.free, s)
+		s = nil
+	}
+	l.mu.Unlock()
+	if s != nil {
+		C.hs_free_scratch(s)
+	}
+}
+
+func (l *scratchList) freeAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.free {
+		C.hs_free_scratch(s)
+	}
+	l.free = nil
 }
 
 // IDs is a buffer Scan fills; one per concurrent scan.

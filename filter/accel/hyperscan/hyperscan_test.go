@@ -4,7 +4,9 @@ package hyperscan
 
 import (
 	"regexp"
+	"runtime"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/wafsweep/wafsweep/filter/accel/translate"
@@ -73,5 +75,52 @@ func agree(t *testing.T, db *Database, exprs, inputs []string) {
 				t.Errorf("%.50q on %.40q: Hyperscan %v, Go %v", exprs[i], in, got, want)
 			}
 		}
+	}
+}
+
+// TestScratchSpacesAreReusedAcrossCollections scans between collections:
+// one scan at a time needs one scratch space, however many collections
+// run (a sync.Pool dropped them at collections and leaked their C memory).
+func TestScratchSpacesAreReusedAcrossCollections(t *testing.T) {
+	db, err := Compile([]string{`(?sm)(?i)kill\d+`, `(?sm)\bcat\b`}, Options{NoPrefilterMode: true, CacheDir: "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := db.NewIDs()
+	for range 50 {
+		if _, err := db.Scan("a cat", nil, buf); err != nil {
+			t.Fatal(err)
+		}
+		runtime.GC()
+	}
+	if n := db.scratch.cloned.Load(); n != 1 {
+		t.Errorf("%d scratch spaces made for scans one at a time, want 1", n)
+	}
+}
+
+// TestConcurrentScansKeepTheirScratchSpaces runs scans on several
+// goroutines: each needs its own scratch space, and they are all kept.
+func TestConcurrentScansKeepTheirScratchSpaces(t *testing.T) {
+	db, err := Compile([]string{`(?sm)\bcat\b`}, Options{NoPrefilterMode: true, CacheDir: "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			buf := db.NewIDs()
+			for range 200 {
+				hits, err := db.Scan("the cat sat", nil, buf)
+				if err != nil || len(hits) != 1 {
+					t.Errorf("hits %v, err %v", hits, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	made, kept := db.scratch.cloned.Load(), len(db.scratch.free)
+	if made < 1 || made > 8 || int64(kept) != made {
+		t.Errorf("made %d scratch spaces for 8 goroutines and kept %d, want 1-8, all kept", made, kept)
 	}
 }
