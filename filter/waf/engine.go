@@ -1,6 +1,7 @@
 package waf
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/corazawaf/coraza/v3"
+	"github.com/corazawaf/coraza/v3/experimental"
 	"github.com/corazawaf/coraza/v3/types"
 
 	"github.com/wafsweep/wafsweep/filter/accel"
@@ -163,6 +165,24 @@ func (e *Engine) DetectOnly() (*Engine, error) {
 		e.detect, e.detectErr = newEngine(spec)
 	})
 	return e.detect, e.detectErr
+}
+
+// errClosed answers DetectOnly after Close.
+var errClosed = errors.New("rule set closed")
+
+// Close releases the rule set's share of Coraza's process-wide cache of
+// compiled expressions and automata, which rule sets with the same rules
+// share: without it, every rule set Envoy ever loaded (each config update
+// with changed rules) would stay in memory. Call it when no stream will
+// start on the engine; streams still running keep working.
+func (e *Engine) Close() {
+	e.detectOnce.Do(func() { e.detectErr = errClosed })
+	if e.detect != nil && e.detect != e {
+		e.detect.Close()
+	}
+	if c, ok := e.waf.(experimental.WAFCloser); ok {
+		_ = c.Close() // Coraza's Close only releases cache entries: it cannot fail
+	}
 }
 
 // newTransaction starts a transaction, using Envoy's request id when there is one.

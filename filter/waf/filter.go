@@ -30,6 +30,14 @@ func NewFilter(configJSON []byte, log Logger) (*Filter, error) {
 // Settings returns the parsed configuration.
 func (f *Filter) Settings() Config { return f.settings }
 
+// Close releases the rule set (Engine.Close) when Envoy drops the
+// configuration.
+func (f *Filter) Close() {
+	if f.engine != nil {
+		f.engine.Close()
+	}
+}
+
 // Engine returns the listener's rule set (nil when the WAF is off).
 func (f *Filter) Engine() *Engine { return f.engine }
 

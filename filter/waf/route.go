@@ -23,6 +23,13 @@ func NewRoute(rc RouteConfig, log Logger) (*Route, error) {
 	return r, nil
 }
 
+// Close releases the route's own rule set, if it has one (Engine.Close).
+func (r *Route) Close() {
+	if r.engine != nil {
+		r.engine.Close()
+	}
+}
+
 // Engine picks the rule set for a stream on this route given the listener's
 // engine; nil means the WAF is off for the route.
 func (r *Route) Engine(listener *Engine) (*Engine, error) {

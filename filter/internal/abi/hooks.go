@@ -47,7 +47,9 @@ func envoy_dynamic_module_on_http_filter_config_new(configEnvoy C.envoy_dynamic_
 //export envoy_dynamic_module_on_http_filter_config_destroy
 func envoy_dynamic_module_on_http_filter_config_destroy(p C.envoy_dynamic_module_type_http_filter_config_module_ptr) {
 	defer recoverQuietly("http_filter_config_destroy")
+	cfg := objectOf[filterConfig](p)
 	deleteHandle(p) // the inspection pool outlives configs (see offloadPool)
+	cfg.filter.Close()
 }
 
 //export envoy_dynamic_module_on_http_filter_per_route_config_new
@@ -72,7 +74,9 @@ func envoy_dynamic_module_on_http_filter_per_route_config_new(name, config C.env
 //export envoy_dynamic_module_on_http_filter_per_route_config_destroy
 func envoy_dynamic_module_on_http_filter_per_route_config_destroy(p C.envoy_dynamic_module_type_http_filter_per_route_config_module_ptr) {
 	defer recoverQuietly("http_filter_per_route_config_destroy")
+	rc := objectOf[routeConfig](p)
 	deleteHandle(p)
+	rc.route.Close()
 }
 
 //export envoy_dynamic_module_on_http_filter_new
