@@ -1,6 +1,8 @@
 package literals_test
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -58,6 +60,29 @@ func TestAutomatonFindsOverlappingStrings(t *testing.T) {
 	a.Scan([]byte("SELECTURE"), func(p int32) { got = append(got, p) })
 	slices.Sort(got)
 	if want := []int32{0, 1, 2}; !slices.Equal(slices.Compact(got), want) {
+		t.Errorf("hits %v, want %v", got, want)
+	}
+}
+
+// TestAutomatonBeyond16BitStates builds an automaton with more states than
+// 16-bit table entries can name: strings whose states come last must still
+// be found, and only those in the value.
+func TestAutomatonBeyond16BitStates(t *testing.T) {
+	var sets [][]string
+	for i := range 12_000 { // hashes share prefixes of 3 characters at most
+		sum := sha256.Sum256([]byte{byte(i), byte(i >> 8)})
+		sets = append(sets, []string{strings.ToUpper(fmt.Sprintf("%x", sum[:5]))})
+	}
+	a := literals.NewAutomaton(sets)
+	if a.States() <= 65_536 {
+		t.Fatalf("%d states: the test needs more than 65,536", a.States())
+	}
+	last := len(sets) - 1
+	value := "xx" + sets[last][0] + "yy" + sets[0][0]
+	var got []int32
+	a.Scan([]byte(value), func(p int32) { got = append(got, p) })
+	slices.Sort(got)
+	if want := []int32{0, int32(last)}; !slices.Equal(slices.Compact(got), want) {
 		t.Errorf("hits %v, want %v", got, want)
 	}
 }
