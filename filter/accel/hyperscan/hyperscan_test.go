@@ -23,6 +23,24 @@ func TestHyperscanAnswersAsGoRegexp(t *testing.T) {
 	agree(t, db, exprs, inputs)
 }
 
+// TestDatabaseLoadsFromTheCache compiles into a cache directory, then
+// loads from it (the serialized form starts at an odd offset of the file
+// read into Go memory): same answers.
+func TestDatabaseLoadsFromTheCache(t *testing.T) {
+	exprs := []string{`(?sm)(?i)kill`, `(?sm)^rm -rf$`, `(?sm)\bcat\b`}
+	inputs := []string{"KILL", "x\nrm -rf\ny", "bobcat", "a cat.", "nothing"}
+	dir := t.TempDir()
+	compiled, err := Compile(exprs, Options{NoPrefilterMode: true, CacheDir: dir})
+	if err != nil || compiled.FromDisk {
+		t.Fatalf("first compile: from disk %v, %v", compiled != nil && compiled.FromDisk, err)
+	}
+	loaded, err := Compile(exprs, Options{NoPrefilterMode: true, CacheDir: dir})
+	if err != nil || !loaded.FromDisk {
+		t.Fatalf("second compile: not loaded from the cache (%v)", err)
+	}
+	agree(t, loaded, exprs, inputs)
+}
+
 // TestHyperscanOnCRS compiles every CRS candidate expression Hyperscan
 // takes exactly and compares it with Go's regexp on the CRS suite's strings.
 func TestHyperscanOnCRS(t *testing.T) {
