@@ -21,7 +21,8 @@ import (
 // for a single round so that readers can always take the "all" rows. The
 // aggregate is over valid rounds: knee_rps is the median knee (rounded), the
 // spread columns give median/min/max/sample stddev, latencies and costs at
-// the knee are medians of the rounds' values, rss_peak_mb the maximum,
+// the knee are medians of the rounds' values, rss_peak_mb and
+// rss_mb_at_knee the maximum,
 // confirmed means every valid round confirmed, and censored is "above" or
 // "below" only when more than half of the valid rounds were, with bound_rps
 // the most conservative bound of those rounds (the lowest when above, the
@@ -82,7 +83,7 @@ func roundRow(rows []StepRow, res knee.Result, sloMs float64) KneeRow {
 		Flavor: first.Flavor, Tier: first.Tier, Shape: first.Shape,
 		KneeRPS: res.Knee, Censored: censoring(res), BoundRPS: res.Bound, Invalid: res.Invalid, Reasons: res.Reasons,
 		Confirmed: res.Confirmed, LowestFailRPS: res.LowestFail,
-		P50MsAtKnee: math.NaN(), P99MsAtKnee: math.NaN(), CoresPer1kAtKnee: math.NaN(),
+		P50MsAtKnee: math.NaN(), P99MsAtKnee: math.NaN(), CoresPer1kAtKnee: math.NaN(), RSSMBAtKnee: math.NaN(),
 		RSSPeakMB:   maxOf(rows, func(s StepRow) float64 { return s.ProxyRSSPeakMB }),
 		KneeVsEnvoy: math.NaN(), AddedP99MsVsEnvoy: math.NaN(),
 		LatencySLOMs:  sloMs,
@@ -97,6 +98,7 @@ func roundRow(rows []StepRow, res knee.Result, sloMs float64) KneeRow {
 	}
 	if at, ok := lastPassAt(rows, r.KneeRPS); ok {
 		r.P50MsAtKnee, r.P99MsAtKnee, r.CoresPer1kAtKnee = at.P50Ms, at.P99Ms, at.CoresPer1k
+		r.RSSMBAtKnee = at.ProxyRSSPeakMB
 	}
 	r.LatencyKneeRPS = latencyKnee(rows, sloMs)
 	return r
@@ -243,6 +245,7 @@ func aggregate(rounds []KneeRow) KneeRow {
 	a.P99MsAtKnee = median(values(valid, func(r KneeRow) float64 { return r.P99MsAtKnee }))
 	a.CoresPer1kAtKnee = median(values(valid, func(r KneeRow) float64 { return r.CoresPer1kAtKnee }))
 	a.RSSPeakMB = maxOf(valid, func(r KneeRow) float64 { return r.RSSPeakMB })
+	a.RSSMBAtKnee = maxOf(valid, func(r KneeRow) float64 { return r.RSSMBAtKnee })
 	a.AddedP99MsVsEnvoy = median(values(valid, func(r KneeRow) float64 { return r.AddedP99MsVsEnvoy }))
 	a.LatencyKneeRPS = int(math.Round(median(values(valid, func(r KneeRow) float64 { return float64(r.LatencyKneeRPS) }))))
 	return a
@@ -251,7 +254,7 @@ func aggregate(rounds []KneeRow) KneeRow {
 func invalidAggregate(a KneeRow) KneeRow {
 	a.Invalid, a.KneeRPS, a.Censored, a.BoundRPS, a.Confirmed, a.LowestFailRPS, a.LatencyKneeRPS = true, 0, CensoredNone, 0, false, 0, 0
 	for _, f := range []*float64{
-		&a.P50MsAtKnee, &a.P99MsAtKnee, &a.CoresPer1kAtKnee, &a.RSSPeakMB, &a.KneeVsEnvoy, &a.AddedP99MsVsEnvoy,
+		&a.P50MsAtKnee, &a.P99MsAtKnee, &a.CoresPer1kAtKnee, &a.RSSPeakMB, &a.RSSMBAtKnee, &a.KneeVsEnvoy, &a.AddedP99MsVsEnvoy,
 		&a.KneeMedianRPS, &a.KneeMinRPS, &a.KneeMaxRPS, &a.KneeStddevRPS,
 	} {
 		*f = math.NaN()

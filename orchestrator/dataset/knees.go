@@ -47,6 +47,10 @@ type KneeRow struct {
 	P99MsAtKnee      float64
 	CoresPer1kAtKnee float64
 	RSSPeakMB        float64 // highest step peak of the search
+	// RSSMBAtKnee is the proxy's peak RSS in the last passing run at the
+	// knee rate: the memory to plan for at that load (RSSPeakMB also
+	// counts the overloaded steps above the knee).
+	RSSMBAtKnee float64
 
 	KneeVsEnvoy       float64 // knee / knee of flavor envoy for the same shape and round
 	AddedP99MsVsEnvoy float64 // p99 at the knee minus envoy's p99 at the same target
@@ -109,6 +113,7 @@ var kneeSchema = schema[KneeRow]{
 	floatCol("knee_min_rps", func(r *kr) *float64 { return &r.KneeMinRPS }),
 	floatCol("knee_max_rps", func(r *kr) *float64 { return &r.KneeMaxRPS }),
 	floatCol("knee_stddev_rps", func(r *kr) *float64 { return &r.KneeStddevRPS }),
+	floatCol("rss_mb_at_knee", func(r *kr) *float64 { return &r.RSSMBAtKnee }),
 }
 
 // KneesHeader is the header of knees.csv, in column order.

@@ -84,7 +84,7 @@ func latencySLO(rows []dataset.KneeRow) float64 {
 
 var kneeColumns = []string{
 	"Config", "Knee RPS", "Censored", "Confirmed", "Lowest fail", "x envoy", "p50 ms", "p99 ms",
-	"+p99 ms vs envoy", "Cores/1k RPS", "RSS MB", "Latency knee", "Rounds", "Median", "Min", "Max", "Stddev",
+	"+p99 ms vs envoy", "Cores/1k RPS", "RSS MB at knee", "Peak RSS MB", "Latency knee", "Rounds", "Median", "Min", "Max", "Stddev",
 }
 
 func writeKneeTable(b *bytes.Buffer, steps []dataset.StepRow, summary []dataset.KneeRow) {
@@ -112,7 +112,7 @@ func kneeCells(k dataset.KneeRow) []string {
 	return []string{
 		"`" + k.ConfigID + "`", kneeText(k), k.Censored, yesNo(k.Confirmed), rateOrNone(k.LowestFailRPS),
 		fmtNum(k.KneeVsEnvoy, 2), fmtNum(k.P50MsAtKnee, 3), fmtNum(k.P99MsAtKnee, 3),
-		fmtNum(k.AddedP99MsVsEnvoy, 3), fmtNum(k.CoresPer1kAtKnee, 3), fmtNum(k.RSSPeakMB, 1),
+		fmtNum(k.AddedP99MsVsEnvoy, 3), fmtNum(k.CoresPer1kAtKnee, 3), fmtNum(k.RSSMBAtKnee, 1), fmtNum(k.RSSPeakMB, 1),
 		rateOrNone(k.LatencyKneeRPS), strconv.Itoa(k.Rounds),
 		fmtNum(k.KneeMedianRPS, 0), fmtNum(k.KneeMinRPS, 0), fmtNum(k.KneeMaxRPS, 0), fmtNum(k.KneeStddevRPS, 0),
 	}
