@@ -1,6 +1,7 @@
 package waf
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"slices"
@@ -169,5 +170,48 @@ func TestAcceleratedStreamBlocksLikeStock(t *testing.T) {
 	}
 	if o := s.Complete(); o.AccelDisagreements != 0 {
 		t.Errorf("disagreements in prefilter mode: %d", o.AccelDisagreements)
+	}
+}
+
+// TestPerRouteRuleSetsAreAccelerated builds a route's own full CRS with
+// and without acceleration: the accelerated one has an accelerator, and
+// both block an injection with the same rule and pass a benign request.
+func TestPerRouteRuleSetsAreAccelerated(t *testing.T) {
+	directives, err := json.Marshal([]string{"Include " + rulesetPath(t, "full-crs")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listener := tierConfig(t, "targeted")
+	verdicts := map[string][2]int{}
+	for _, mode := range []string{"", "off", "prefilter"} {
+		js := `{"directives":` + string(directives)
+		if mode != "" {
+			js += `,"acceleration":"` + mode + `"`
+		}
+		rc, err := ParseRouteConfig([]byte(js + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mode == "" && rc.Acceleration != defaultAcceleration {
+			t.Errorf("route acceleration defaults to %q, want the build's %q", rc.Acceleration, defaultAcceleration)
+		}
+		route, err := NewRoute(rc, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := route.Engine(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if accelerated := e.Accelerator() != nil; accelerated != (rc.Acceleration == "prefilter") {
+			t.Errorf("acceleration %q: accelerator present %v", rc.Acceleration, accelerated)
+		}
+		attack, _, _ := run(t, listener, e, get("/search?q=1%27%20union%20select%20password%20from%20users--"), nil, 0)
+		benign, _, _ := run(t, listener, e, get("/api/orders?page=2"), nil, 0)
+		verdicts[rc.Acceleration] = [2]int{attack.Reply.Verdict.RuleID, int(benign.Action)}
+		route.Close()
+	}
+	if verdicts["off"] != verdicts["prefilter"] || verdicts["off"][0] == 0 || Action(verdicts["off"][1]) != Continue {
+		t.Errorf("verdicts (attack rule, benign action) by acceleration: %v", verdicts)
 	}
 }

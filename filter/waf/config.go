@@ -224,6 +224,9 @@ type RouteConfig struct {
 	// with the same defaults as the listener's). Without them the route uses
 	// the listener's rule set in the given mode.
 	Directives []string `json:"directives"`
+	// Acceleration of the route's own rule set, as the listener's
+	// (default: the build's); meaningless without directives.
+	Acceleration string `json:"acceleration"`
 }
 
 // ParseRouteConfig decodes and validates a per-route configuration.
@@ -244,6 +247,15 @@ func ParseRouteConfig(data []byte) (RouteConfig, error) {
 	}
 	if rc.Mode == ModeOff && len(rc.Directives) > 0 {
 		return rc, errors.New("per-route mode off with directives: drop the directives or choose block or detect")
+	}
+	if rc.Acceleration != "" && len(rc.Directives) == 0 {
+		return rc, errors.New("per-route acceleration without directives: the route uses the listener's rule set, accelerated as the listener says")
+	}
+	if rc.Acceleration == "" {
+		rc.Acceleration = defaultAcceleration
+	}
+	if _, err := accel.ParseMode(rc.Acceleration); err != nil {
+		return rc, fmt.Errorf("per-route %w", err)
 	}
 	return rc, nil
 }

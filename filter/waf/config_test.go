@@ -79,6 +79,9 @@ func TestParseRouteConfig(t *testing.T) {
 		{json: `{"mode":"off","directives":["SecRuleEngine On"]}`, wantErr: "drop the directives"},
 		{json: `{"mode":"sometimes"}`, wantErr: "use block, detect or off"},
 		{json: `{"directives":"SecRuleEngine On"}`, wantErr: "not valid corazawaf JSON"},
+		{json: `{"directives":["SecRuleEngine On"],"acceleration":"shadow"}`, want: ModeBlock},
+		{json: `{"directives":["SecRuleEngine On"],"acceleration":"turbo"}`, wantErr: `per-route acceleration "turbo"`},
+		{json: `{"acceleration":"prefilter"}`, wantErr: "acceleration without directives"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.json, func(t *testing.T) {

@@ -1,6 +1,10 @@
 package waf
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/wafsweep/wafsweep/filter/accel"
+)
 
 // Route is a compiled per-route configuration.
 type Route struct {
@@ -9,13 +13,14 @@ type Route struct {
 }
 
 // NewRoute builds a per-route configuration. A route with directives gets
-// its own rule set, built with the same defaults as the listener's.
+// its own rule set, built with the same defaults as the listener's and
+// accelerated as the route's configuration says.
 func NewRoute(rc RouteConfig, log Logger) (*Route, error) {
 	r := &Route{mode: rc.Mode}
 	if len(rc.Directives) == 0 {
 		return r, nil
 	}
-	e, err := newEngine(engineSpec{directives: rc.Directives, mode: rc.Mode, logRules: true, log: log})
+	e, err := newEngine(engineSpec{directives: rc.Directives, mode: rc.Mode, logRules: true, log: log, accel: accel.Mode(rc.Acceleration)})
 	if err != nil {
 		return nil, fmt.Errorf("per-route rule set: %w", err)
 	}
