@@ -378,9 +378,8 @@ func (d *Database) load(path string) error {
 	// copies what it keeps): a C copy would be freed into Envoy's
 	// allocator, which keeps freed memory, so every load would leave the
 	// database's size behind in Envoy's RSS (8 MB for full CRS).
-	cb := unsafe.Pointer(unsafe.SliceData(body))
 	var db *C.hs_database_t
-	if C.hs_deserialize_database((*C.char)(cb), C.size_t(len(body)), &db) != C.HS_SUCCESS {
+	if C.hs_deserialize_database((*C.char)(unsafe.Pointer(unsafe.SliceData(body))), C.size_t(len(body)), &db) != C.HS_SUCCESS {
 		clear(d.covered)
 		clear(d.inexact)
 		return fmt.Errorf("hyperscan: %s is not a database of this version", path)

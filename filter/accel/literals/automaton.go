@@ -104,18 +104,20 @@ func NewAutomaton(strings [][]string) *Automaton {
 // setTable lays the complete trie out as the transition table.
 func (a *Automaton) setTable(trie [][]int32) {
 	if len(trie) > math.MaxUint16+1 {
-		a.next32 = make([]int32, 0, len(trie)*a.classes)
-		for _, row := range trie {
-			a.next32 = append(a.next32, row...)
-		}
-		return
+		a.next32 = table[int32](trie, a.classes)
+	} else {
+		a.next16 = table[uint16](trie, a.classes)
 	}
-	a.next16 = make([]uint16, 0, len(trie)*a.classes)
+}
+
+func table[State uint16 | int32](trie [][]int32, classes int) []State {
+	t := make([]State, 0, len(trie)*classes)
 	for _, row := range trie {
 		for _, next := range row {
-			a.next16 = append(a.next16, uint16(next))
+			t = append(t, State(next))
 		}
 	}
+	return t
 }
 
 func newRow(n int) []int32 {

@@ -6,13 +6,6 @@ import (
 	"strings"
 )
 
-// ParseList splits @pm's argument into phrases as Coraza does: lower-cased
-// (Unicode rules), split at every space, so that two spaces in a row give
-// an empty phrase.
-func ParseList(arguments string) []string {
-	return strings.Split(strings.ToLower(arguments), " ")
-}
-
 // ParseFile reads a @pmFromFile data file as Coraza does: one phrase per
 // line, trimmed and lower-cased; empty lines and lines starting with '#'
 // are skipped.

@@ -62,12 +62,6 @@ func New(phrases []string) (*Matcher, error) {
 	return m, nil
 }
 
-// Nodes is the automaton's size, for reports and tests.
-func (m *Matcher) Nodes() int { return len(m.fail) }
-
-// MinLen is the length of the shortest phrase: shorter values hold none.
-func (m *Matcher) MinLen() int { return m.minLen }
-
 // Contains reports whether value holds any phrase.
 func (m *Matcher) Contains(value string) bool {
 	if len(value) < m.minLen {

@@ -197,7 +197,7 @@ func FuzzAgreesWithTheLibrary(f *testing.F) {
 	f.Add("abc bcd cd", "xabcdx")
 	f.Add("/etc/passwd passwd", "GET /ETC/PASSWD")
 	f.Fuzz(func(t *testing.T, list, value string) {
-		phrases := ParseList(list)
+		phrases := strings.Split(strings.ToLower(list), " ") // as Coraza splits @pm's argument
 		if len(phrases) == 0 || slices.Contains(phrases, "") {
 			return
 		}

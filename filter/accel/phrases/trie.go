@@ -50,17 +50,15 @@ func (t *trie) flatten() *Matcher {
 		longest:   make([]uint32, n),
 	}
 	order := make([]uint32, 1, n) // new number -> trie node
-	renumbered := make([]uint32, n)
 	for next := 0; next < len(order); next++ {
 		node := &t.nodes[order[next]]
 		slices.SortFunc(node.edges, func(a, b trieEdge) int { return int(a.label) - int(b.label) })
 		m.edgeStart = append(m.edgeStart, uint32(len(m.labels)))
 		m.longest[next] = node.phraseLen
 		for _, e := range node.edges {
-			renumbered[e.to] = uint32(len(order))
-			order = append(order, e.to)
 			m.labels = append(m.labels, e.label)
-			m.targets = append(m.targets, renumbered[e.to])
+			m.targets = append(m.targets, uint32(len(order))) // the child's new number
+			order = append(order, e.to)
 		}
 	}
 	m.edgeStart = append(m.edgeStart, uint32(len(m.labels)))
