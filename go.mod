@@ -7,6 +7,7 @@ require (
 	fortio.org/log v1.18.3
 	github.com/corazawaf/coraza-coreruleset/v4 v4.25.0
 	github.com/corazawaf/coraza/v3 v3.8.1
+	github.com/corazawaf/libinjection-go v0.3.5
 	github.com/coreruleset/ftw-tests-schema/v2 v2.3.0
 	github.com/coreruleset/go-ftw/v2 v2.1.0
 	github.com/envoyproxy/go-control-plane/envoy v1.40.0
@@ -44,7 +45,6 @@ require (
 	github.com/Masterminds/semver/v3 v3.4.0 // indirect
 	github.com/Masterminds/sprig/v3 v3.3.0 // indirect
 	github.com/cncf/xds/go v0.0.0-20260202195803-dba9d589def2 // indirect
-	github.com/corazawaf/libinjection-go v0.3.5 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/docker/cli v29.7.2+incompatible // indirect
 	github.com/docker/docker-credential-helpers v0.9.3 // indirect

@@ -1,6 +1,11 @@
 // Package accel makes full-CRS inspection cheaper without changing a
-// verdict: per transaction it removes the phase-2 @rx rules that cannot
-// match ("design B" of shared/notes/acceleration.md).
+// verdict: per transaction it removes the phase-2 rules that cannot match
+// ("design B" of shared/notes/acceleration.md): @rx rules, and those whose
+// operator package operators decides (@pm, @pmFromFile, @detectXSS,
+// @validateByteRange, binary @rx). The latter matter for memory as much as
+// for time: every rule that runs with transformations fills Coraza's
+// per-transaction transformation cache, a map that never shrinks and
+// stays with the pooled transaction (5 MB after one 50 KB JSON body).
 //
 // At build time it reads the rule set (seclang), picks the candidate rules
 // (ruleplan) and compiles their expressions into one prefilter
@@ -31,6 +36,7 @@ import (
 	"github.com/wafsweep/wafsweep/filter/accel/exact"
 	"github.com/wafsweep/wafsweep/filter/accel/literals"
 	"github.com/wafsweep/wafsweep/filter/accel/multimatch"
+	"github.com/wafsweep/wafsweep/filter/accel/operators"
 	"github.com/wafsweep/wafsweep/filter/accel/plugin"
 	"github.com/wafsweep/wafsweep/filter/accel/ruleplan"
 	"github.com/wafsweep/wafsweep/filter/accel/seclang"
@@ -163,10 +169,13 @@ func New(opts Options) (*Accelerator, error) {
 	a.confirm = make([]*exact.Confirm, len(exprs))
 	a.reference = make([]*exact.Go, len(exprs))
 	for i := range exprs {
-		a.confirm[i] = exact.NewConfirm(exprs[i])
-		a.reference[i] = exact.NewGo(exprs[i])
+		if exprs[i] != "" {
+			a.confirm[i] = exact.NewConfirm(exprs[i])
+			a.reference[i] = exact.NewGo(exprs[i])
+		}
 	}
-	a.plan()
+	undecided := a.decideOperators(opts.Root)
+	a.plan(undecided)
 	a.runtime.init(a)
 	a.token, a.unregister = plugin.Register(a)
 	a.directives = a.generate()
@@ -182,12 +191,16 @@ func New(opts Options) (*Accelerator, error) {
 // collectors mean fewer passes over the values; multiMatch values skip
 // Coraza's transformation cache, whose lookups cost more than these
 // transformations.
-func (a *Accelerator) plan() {
+func (a *Accelerator) plan(undecided map[int]string) {
 	a.included = multimatch.NewBitset(len(a.candidates))
 	a.collectorOf = make([]int, len(a.candidates))
 	var covered []int
 	for i, c := range a.candidates {
 		a.collectorOf[i] = -1
+		if reason, ok := undecided[i]; ok {
+			a.excluded = append(a.excluded, ruleplan.Exclusion{ID: c.ID, Reason: reason})
+			continue
+		}
 		if !a.engine.Prefilter.Filtered(i) && a.engine.Direct[i] == nil {
 			a.excluded = append(a.excluded, ruleplan.Exclusion{ID: c.ID, Reason: "expression has no fixed text to look for"})
 			continue
@@ -232,6 +245,25 @@ func (a *Accelerator) plan() {
 		slices.Sort(a.collectors[k].candidates)
 		slices.Sort(a.collectors[k].direct)
 	}
+}
+
+// decideOperators gives the candidates that are not Go expressions (other
+// operators, binary @rx) their exact matcher in Engine.Direct, and returns
+// why the others are left to Coraza, by candidate.
+func (a *Accelerator) decideOperators(root fs.FS) map[int]string {
+	undecided := map[int]string{}
+	for i, c := range a.candidates {
+		if c.Expr != "" {
+			continue
+		}
+		m, err := operators.New(operators.Operator{Name: c.Operator, Argument: c.Argument, Dir: c.Dir, Root: root})
+		if err != nil {
+			undecided[i] = fmt.Sprintf("@%s: %v", c.Operator, err)
+			continue
+		}
+		a.engine.Direct[i] = m
+	}
+	return undecided
 }
 
 // isPrefix reports whether chain is a prefix of (or equal to) of, by

@@ -3,6 +3,7 @@ package accel
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"sync"
 	"testing"
@@ -49,12 +50,17 @@ func (l *logLines) has(s string) bool {
 
 func build(t *testing.T, mode Mode, engine EngineFactory) (coraza.WAF, *Accelerator, *logLines) {
 	t.Helper()
+	return buildRules(t, mode, engine, rules, fstest.MapFS{})
+}
+
+func buildRules(t *testing.T, mode Mode, engine EngineFactory, rules string, root fs.FS) (coraza.WAF, *Accelerator, *logLines) {
+	t.Helper()
 	log := &logLines{}
-	a, err := New(Options{Mode: mode, Root: fstest.MapFS{}, Directives: rules, Engine: engine, Log: log})
+	a, err := New(Options{Mode: mode, Root: root, Directives: rules, Engine: engine, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := coraza.NewWAF(coraza.NewWAFConfig().WithDirectives(a.Directives() + rules))
+	w, err := coraza.NewWAF(coraza.NewWAFConfig().WithRootFS(a.RootFS(root)).WithDirectives(a.Directives() + rules))
 	a.Built()
 	if err != nil {
 		t.Fatalf("coraza rejects the generated rules: %v\n%s", err, a.Directives())
@@ -116,6 +122,57 @@ func TestPrefilterRemovesOnlyRulesThatCannotMatch(t *testing.T) {
 	}
 	if n := stateCount(a); n != 0 {
 		t.Errorf("%d transaction states left behind", n)
+	}
+}
+
+// operatorRules hold one candidate of each operator decided besides Go
+// expressions, and one the accelerator leaves to Coraza (@pm with an empty
+// phrase, which matches everything).
+const operatorRules = `SecRuleEngine On
+SecRule ARGS "@pm doc.cookie .innerHTML" "id:2001,phase:2,deny,status:403,log,t:none,t:urlDecodeUni"
+SecRule ARGS "@pmFromFile words.data" "id:2002,phase:2,deny,status:403,log,t:none,t:lowercase"
+SecRule ARGS "@detectXSS" "id:2003,phase:2,deny,status:403,log,t:none,t:urlDecodeUni,t:htmlEntityDecode"
+SecRule ARGS "@rx \xbc[^\xbe>]*[\xbe>]" "id:2004,phase:2,deny,status:403,log,t:none"
+SecRule ARGS "@validateByteRange 32-126" "id:2005,phase:2,deny,status:403,log,t:none"
+SecRule ARGS "@pm a  b" "id:2006,phase:2,pass,log,t:none"
+`
+
+func TestDecidesOperatorsBesidesGoExpressions(t *testing.T) {
+	root := fstest.MapFS{"rules/words.data": {Data: []byte("# words\npasswd\nshadow\n")}}
+	text := "Include rules/operators.conf\n"
+	root["rules/operators.conf"] = &fstest.MapFile{Data: []byte(operatorRules)}
+	w, a, _ := buildRules(t, Prefilter, nil, text, root)
+	if got := a.Covered(); fmt.Sprint(got) != "[2001 2002 2003 2004 2005]" {
+		t.Fatalf("covered %v, want [2001 2002 2003 2004 2005]; excluded %v", got, a.Excluded())
+	}
+	if ex := a.Excluded(); len(ex) != 1 || ex[0].ID != 2006 || !strings.Contains(ex[0].Reason, "empty phrase") {
+		t.Errorf("excluded %+v, want 2006 for its empty phrase", ex)
+	}
+	tests := []struct {
+		query    string
+		wantRule int
+		removed  uint64 // of the five, all but those matching
+	}{
+		{"q=hello", 0, 5},
+		{"q=x%2521DOC.COOKIE", 2001, 4}, // a phrase only after t:urlDecodeUni, in another case
+		{"q=/etc/PASSWD", 2002, 4},
+		{"q=%253Cscript%253Ealert(1)%253C/script%253E", 2003, 4},
+		{"q=%BCscript%BE", 2004, 3}, // a binary expression; the bytes are out of 2005's range too
+		{"q=tab%09", 2005, 4},
+	}
+	for _, tt := range tests {
+		before := a.Stats().Removed
+		_, it, _ := run(t, w, a, tt.query)
+		got := 0
+		if it != nil {
+			got = it.RuleID
+		}
+		if got != tt.wantRule {
+			t.Errorf("%s: blocked by %d, want %d", tt.query, got, tt.wantRule)
+		}
+		if removed := a.Stats().Removed - before; removed != tt.removed {
+			t.Errorf("%s: %d rules removed, want %d", tt.query, removed, tt.removed)
+		}
 	}
 }
 

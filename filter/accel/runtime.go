@@ -143,7 +143,10 @@ func (a *Accelerator) Collect(tx plugintypes.TransactionState, collector int, va
 // miss of the matcher (prefilter, RE2 confirm or direct RE2 alike).
 func (a *Accelerator) shadowCollect(tx plugintypes.TransactionState, st *txState, collector int, value string) {
 	for _, i := range a.collectors[collector].candidates {
-		if st.matched.Has(i) || !a.inForce(i, st.level) {
+		if st.matched.Has(i) || !a.inForce(i, st.level) || a.reference[i] == nil {
+			// Without a Go expression, Direct is the operator itself,
+			// exact by construction; the phase-5 check still compares
+			// the decision with what Coraza's operator did.
 			continue
 		}
 		if a.reference[i].MatchString(value) {

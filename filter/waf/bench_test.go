@@ -37,18 +37,7 @@ func BenchmarkGlue(b *testing.B) {
 		req := shapeRequest(shape)
 		for b.Loop() {
 			s := NewStream(&cfg, e, nil)
-			d := s.OnRequestHeaders(req)
-			for off := 0; d.Action == Hold && off < len(shape.Body); off += benchFrame {
-				end := min(off+benchFrame, len(shape.Body))
-				d = s.OnRequestBody([][]byte{shape.Body[off:end]}, end == len(shape.Body))
-			}
-			if d.Action == Defer {
-				// Large bodies are inspected off the worker: the binding
-				// runs this on an inspection thread. It is the request's
-				// cost all the same.
-				d = d.Deferred()
-			}
-			if d.Action == Reply {
+			if d := sendRequest(s, req, shape.Body, benchFrame); d.Action == Reply {
 				b.Fatalf("benign %s request blocked by rule %d", shape.Name, d.Reply.Verdict.RuleID)
 			}
 			s.OnResponseHeaders(200, []Header{{"content-type", "text/plain"}, {"content-length", "3"}}, true)

@@ -80,3 +80,18 @@ func post(path, contentType string, bodyLen int) RequestHead {
 	r.Headers = append(r.Headers, Header{"content-type", contentType}, Header{"content-length", fmt.Sprint(bodyLen)})
 	return r
 }
+
+// sendRequest drives a request through a stream in frames of the given
+// size and runs a deferred inspection in place (the binding runs it on an
+// inspection thread; it is the request's cost all the same).
+func sendRequest(s *Stream, req RequestHead, body []byte, frame int) Decision {
+	d := s.OnRequestHeaders(req)
+	for off := 0; d.Action == Hold && off < len(body); off += frame {
+		end := min(off+frame, len(body))
+		d = s.OnRequestBody([][]byte{body[off:end]}, end == len(body))
+	}
+	if d.Action == Defer {
+		d = d.Deferred()
+	}
+	return d
+}

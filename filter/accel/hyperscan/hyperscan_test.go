@@ -47,7 +47,7 @@ func TestHyperscanOnCRS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles the CRS expressions one by one (tens of seconds)")
 	}
-	cands, err := crscorpus.Candidates()
+	cands, err := crscorpus.Expressions()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,7 +91,7 @@ func TestAutomatonBeyond16BitStates(t *testing.T) {
 // every CRS candidate expression and every string of the CRS regression
 // suite it matches, the folded string contains one of its required strings.
 func TestRequiredIsSoundOnCRS(t *testing.T) {
-	cands, err := crscorpus.Candidates()
+	cands, err := crscorpus.Expressions()
 	if err != nil {
 		t.Fatal(err)
 	}

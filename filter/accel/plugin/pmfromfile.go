@@ -41,7 +41,7 @@ func (r compactRoot) Glob(pattern string) ([]string, error) {
 }
 
 func newPMFromFile(o plugintypes.OperatorOptions) (plugintypes.Operator, error) {
-	data, err := readDataFile(o.Arguments, o.Path, o.Root)
+	data, err := ReadDataFile(o.Arguments, o.Path, o.Root)
 	if err != nil {
 		return nil, err
 	}
@@ -66,9 +66,9 @@ func newPMFromFile(o plugintypes.OperatorOptions) (plugintypes.Operator, error) 
 	return libraryPM{matcher: ac.(ahocorasick.AhoCorasick), minLen: shortest(list)}, nil
 }
 
-// readDataFile finds a data file as Coraza does: an absolute name in the
+// ReadDataFile finds a data file as Coraza does: an absolute name in the
 // root, else the first of the rule file's directories that has it.
-func readDataFile(name string, dirs []string, root fs.FS) ([]byte, error) {
+func ReadDataFile(name string, dirs []string, root fs.FS) ([]byte, error) {
 	if path.IsAbs(name) {
 		return fs.ReadFile(root, name)
 	}

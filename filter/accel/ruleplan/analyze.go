@@ -2,17 +2,20 @@
 // accelerator may skip per transaction, and groups them by what they see.
 //
 // A candidate is a phase-2 rule whose only work before its first match is
-// one Go regular expression over request data that no phase-2 rule can
-// change: if the expression cannot match any value the rule sees, the rule
-// cannot match, runs none of its actions, and removing it for that
-// transaction changes nothing, unless removal itself is observable. Coraza
-// does not count removed rules against skip:N, so rules a skip could reach
-// stay out; so do rules whose targets or actions another directive changes.
+// one operator the accelerator can decide (an @rx, or one of Decidable)
+// over request data that no phase-2 rule can change: if the operator cannot
+// match any value the rule sees, the rule cannot match, runs none of its
+// actions, and removing it for that transaction changes nothing, unless
+// removal itself is observable. Coraza does not count removed rules against
+// skip:N, so rules a skip could reach stay out; so do rules whose targets or
+// actions another directive changes.
 package ruleplan
 
 import (
 	"fmt"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -23,10 +26,16 @@ import (
 // Candidate is a rule the accelerator may remove for a transaction.
 type Candidate struct {
 	ID int
-	// Pattern is the @rx argument as Coraza receives it.
-	Pattern string
-	// Expr is the expression Coraza compiles: "(?sm)" + Pattern.
+	// Operator is the operator's name in lower case ("rx", "pm", ...) and
+	// Argument its argument as Coraza receives it.
+	Operator, Argument string
+	// Expr is the Go expression Coraza compiles for an @rx it matches with
+	// package regexp: "(?sm)" + Argument. It is empty for other operators,
+	// binary @rx included (Coraza compiles those with binaryregexp).
 	Expr string
+	// Dir is the directory of the rule's file, where Coraza looks for the
+	// data files of @pmFromFile.
+	Dir string
 	// Targets is the rule's target list as written.
 	Targets string
 	// Transformations after t:none, in order.
@@ -76,7 +85,7 @@ func Analyze(rs *seclang.RuleSet) Plan {
 	}
 	inSkipWindow := skipWindows(rs.Rules)
 	for _, r := range rs.Rules {
-		if r.ID == 0 || r.Phase != 2 || r.Operator == nil || r.Operator.Name != "rx" {
+		if r.ID == 0 || r.Phase != 2 || r.Operator == nil || !decidable(r.Operator.Name) {
 			continue
 		}
 		c, reason := candidate(r)
@@ -113,17 +122,34 @@ func candidate(r *seclang.Rule) (Candidate, string) {
 			return Candidate{}, "target " + v.Name + " can change during phase 2"
 		}
 	}
-	expr := "(?sm)" + r.Operator.Argument
+	c := Candidate{
+		ID: r.ID, Operator: r.Operator.Name, Argument: r.Operator.Argument, Dir: filepath.Dir(r.Directive.File),
+		Targets: r.Targets, Transformations: r.Transformations, MultiMatch: r.MultiMatch, Paranoia: paranoia(r.Tags),
+	}
+	if c.Operator != "rx" {
+		return c, ""
+	}
+	expr := "(?sm)" + c.Argument
 	if MatchesArbitraryBytes(expr) {
-		return Candidate{}, "binary pattern (Coraza matches it with binaryregexp)"
+		// Coraza compiles these with binaryregexp, from the argument alone.
+		return c, ""
 	}
 	if _, err := regexp.Compile(expr); err != nil {
 		return Candidate{}, fmt.Sprintf("pattern does not compile: %v", err)
 	}
-	return Candidate{
-		ID: r.ID, Pattern: r.Operator.Argument, Expr: expr, Targets: r.Targets,
-		Transformations: r.Transformations, MultiMatch: r.MultiMatch, Paranoia: paranoia(r.Tags),
-	}, ""
+	c.Expr = expr
+	return c, ""
+}
+
+// Decidable are the operators besides @rx whose answer the accelerator
+// computes exactly as Coraza does (package operators). They are the
+// phase-2 operators of CRS that run on every argument at paranoia level 1;
+// deciding them keeps their rules, and Coraza's transformation cache for
+// their chains (megabytes for a large body), out of benign transactions.
+var Decidable = []string{"pm", "pmfromfile", "pmf", "detectxss", "validatebyterange"}
+
+func decidable(operator string) bool {
+	return operator == "rx" || slices.Contains(Decidable, operator)
 }
 
 // skipWindows marks the rules a skip:N could land on. Coraza counts, per

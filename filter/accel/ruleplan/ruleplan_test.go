@@ -38,21 +38,33 @@ SecRule ARGS "@rx b" "id:11,phase:2,t:none"
 SecRuleUpdateTargetById 11 "!ARGS:safe"
 SecRule ARGS "@rx c" "id:12,phase:2,t:none"
 SecRuleUpdateActionById 12 "t:urlDecode"
+SecRule ARGS "@pm foo bar" "id:13,phase:2,t:none,t:urlDecodeUni"
+SecRule ARGS "@detectXSS" "id:14,phase:2,t:none"
+SecRule ARGS "!@pmFromFile words.data" "id:15,phase:2,t:none"
 `
 	p := analyze(t, text)
 	var ids []int
 	for _, c := range p.Candidates {
 		ids = append(ids, c.ID)
 	}
-	if want := []int{1, 9, 11}; !reflect.DeepEqual(ids, want) {
+	if want := []int{1, 7, 9, 11, 13, 14}; !reflect.DeepEqual(ids, want) {
 		t.Errorf("candidates %v, want %v", ids, want)
 	}
-	first := p.Candidates[0]
-	if first.Expr != "(?sm)union" || !reflect.DeepEqual(first.Transformations, []string{"lowercase"}) || first.Paranoia != 2 {
-		t.Errorf("candidate 1: %+v", first)
+	byID := map[int]Candidate{}
+	for _, c := range p.Candidates {
+		byID[c.ID] = c
 	}
-	if !p.Candidates[1].MultiMatch {
-		t.Errorf("candidate 9 lost multiMatch: %+v", p.Candidates[1])
+	if c := byID[1]; c.Expr != "(?sm)union" || !reflect.DeepEqual(c.Transformations, []string{"lowercase"}) || c.Paranoia != 2 {
+		t.Errorf("candidate 1: %+v", c)
+	}
+	if c := byID[7]; c.Operator != "rx" || c.Expr != "" || c.Argument != `\xff\xfe` {
+		t.Errorf("candidate 7, a binary @rx, should keep its argument and have no Go expression: %+v", c)
+	}
+	if !byID[9].MultiMatch {
+		t.Errorf("candidate 9 lost multiMatch: %+v", byID[9])
+	}
+	if c := byID[13]; c.Operator != "pm" || c.Argument != "foo bar" || c.Expr != "" || c.Dir != "." {
+		t.Errorf("candidate 13: %+v", c)
 	}
 	reasons := map[int]string{}
 	for _, e := range p.Excluded {
@@ -61,7 +73,7 @@ SecRuleUpdateActionById 12 "t:urlDecode"
 	for id, want := range map[int]string{
 		3: "negated operator", 4: "no t:none (default transformations would apply)",
 		5: "target TX can change during phase 2", 6: "counts a collection (&ARGS)",
-		7:  "binary pattern (Coraza matches it with binaryregexp)",
+		15: "negated operator",
 		10: "targets extended by SecRuleUpdateTarget", 12: "actions changed by SecRuleUpdateActionById",
 	} {
 		if reasons[id] != want {

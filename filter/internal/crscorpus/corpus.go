@@ -1,6 +1,6 @@
 // Package crscorpus gives the accelerator's tests realistic inputs: every
 // string of the CRS regression suite (payloads, URIs, headers), URL-decoded
-// as well as raw, and the candidate expressions of the full CRS.
+// as well as raw, and the candidate rules of the full CRS.
 package crscorpus
 
 import (
@@ -95,4 +95,11 @@ func Candidates() ([]ruleplan.Candidate, error) {
 		return nil, err
 	}
 	return ruleplan.Analyze(rs).Candidates, nil
+}
+
+// Expressions returns the candidates that are @rx rules Coraza compiles
+// with Go's regexp (Candidate.Expr is set).
+func Expressions() ([]ruleplan.Candidate, error) {
+	cands, err := Candidates()
+	return slices.DeleteFunc(cands, func(c ruleplan.Candidate) bool { return c.Expr == "" }), err
 }
