@@ -91,21 +91,16 @@ func run(t *testing.T, w coraza.WAF, a *Accelerator, query string) (matched []in
 	return matched, it, disagreements
 }
 
-func TestPrefilterRemovesOnlyRulesThatCannotMatch(t *testing.T) {
-	w, a, _ := build(t, Prefilter, nil)
-	if got := a.Covered(); fmt.Sprint(got) != "[1001 1002]" {
-		t.Fatalf("covered %v, want [1001 1002]", got)
-	}
-	tests := []struct {
-		query    string
-		wantRule int // 0: nothing blocks
-		removed  uint64
-	}{
-		{"q=hello", 0, 2},
-		{"q=1+UNION+SELECT+2", 1001, 1},
-		{"q=%3Cscript%3E", 1002, 1}, // seen only after t:urlDecodeUni
-		{"q=evil", 1003, 0},         // phase 1 blocks before phase 2 runs
-	}
+// decision is what one request should come to: the rule that blocks it (0
+// for none) and how many candidates the accelerator removes.
+type decision struct {
+	query    string
+	wantRule int
+	removed  uint64
+}
+
+func checkDecisions(t *testing.T, w coraza.WAF, a *Accelerator, tests []decision) {
+	t.Helper()
 	for _, tt := range tests {
 		before := a.Stats().Removed
 		_, it, _ := run(t, w, a, tt.query)
@@ -120,6 +115,20 @@ func TestPrefilterRemovesOnlyRulesThatCannotMatch(t *testing.T) {
 			t.Errorf("%s: %d rules removed, want %d", tt.query, removed, tt.removed)
 		}
 	}
+}
+
+func TestPrefilterRemovesOnlyRulesThatCannotMatch(t *testing.T) {
+	w, a, _ := build(t, Prefilter, nil)
+	if got := a.Covered(); fmt.Sprint(got) != "[1001 1002]" {
+		t.Fatalf("covered %v, want [1001 1002]", got)
+	}
+	tests := []decision{
+		{"q=hello", 0, 2},
+		{"q=1+UNION+SELECT+2", 1001, 1},
+		{"q=%3Cscript%3E", 1002, 1}, // seen only after t:urlDecodeUni
+		{"q=evil", 1003, 0},         // phase 1 blocks before phase 2 runs
+	}
+	checkDecisions(t, w, a, tests)
 	if n := stateCount(a); n != 0 {
 		t.Errorf("%d transaction states left behind", n)
 	}
@@ -148,11 +157,7 @@ func TestDecidesOperatorsBesidesGoExpressions(t *testing.T) {
 	if ex := a.Excluded(); len(ex) != 1 || ex[0].ID != 2006 || !strings.Contains(ex[0].Reason, "empty phrase") {
 		t.Errorf("excluded %+v, want 2006 for its empty phrase", ex)
 	}
-	tests := []struct {
-		query    string
-		wantRule int
-		removed  uint64 // of the five, all but those matching
-	}{
+	tests := []decision{ // of the five candidates, all but those matching are removed
 		{"q=hello", 0, 5},
 		{"q=x%2521DOC.COOKIE", 2001, 4}, // a phrase only after t:urlDecodeUni, in another case
 		{"q=/etc/PASSWD", 2002, 4},
@@ -160,20 +165,7 @@ func TestDecidesOperatorsBesidesGoExpressions(t *testing.T) {
 		{"q=%BCscript%BE", 2004, 3}, // a binary expression; the bytes are out of 2005's range too
 		{"q=tab%09", 2005, 4},
 	}
-	for _, tt := range tests {
-		before := a.Stats().Removed
-		_, it, _ := run(t, w, a, tt.query)
-		got := 0
-		if it != nil {
-			got = it.RuleID
-		}
-		if got != tt.wantRule {
-			t.Errorf("%s: blocked by %d, want %d", tt.query, got, tt.wantRule)
-		}
-		if removed := a.Stats().Removed - before; removed != tt.removed {
-			t.Errorf("%s: %d rules removed, want %d", tt.query, removed, tt.removed)
-		}
-	}
+	checkDecisions(t, w, a, tests)
 }
 
 // blind is an engine that rules out every expression for every value: a

@@ -95,14 +95,7 @@ func TestRequiredIsSoundOnCRS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	limit := 3000
-	if testing.Short() {
-		limit = 300
-	}
-	corpus, err := crscorpus.Strings(limit, 300)
-	if err != nil {
-		t.Fatal(err)
-	}
+	corpus := crscorpus.TestStrings(t, 3000, 300)
 	matches := 0
 	for _, c := range cands {
 		set, ok, err := literals.Required(c.Expr)

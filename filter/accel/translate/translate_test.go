@@ -73,14 +73,7 @@ func TestTranslationAgreesOnCRS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	limit := 2000
-	if testing.Short() {
-		limit = 200
-	}
-	corpus, err := crscorpus.Strings(limit, 300)
-	if err != nil {
-		t.Fatal(err)
-	}
+	corpus := crscorpus.TestStrings(t, 2000, 300)
 	corpus = append(corpus, "\xff\xfe<script>", "s\xe9lect", "\u212Aill -9")
 	matches := 0
 	for _, c := range cands {

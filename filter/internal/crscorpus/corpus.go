@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"testing"
 
 	coreruleset "github.com/corazawaf/coraza-coreruleset/v4"
 	crstests "github.com/corazawaf/coraza-coreruleset/v4/tests"
@@ -81,6 +82,20 @@ func walk(v any, f func(string)) {
 			walk(e, f)
 		}
 	}
+}
+
+// TestStrings is Strings for a test: a tenth of limit with -short, and a
+// failed test if the suite cannot be read.
+func TestStrings(t testing.TB, limit, maxLen int) []string {
+	t.Helper()
+	if testing.Short() {
+		limit /= 10
+	}
+	out, err := Strings(limit, maxLen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // Candidates returns the candidate rules of CRS v4.25 (all paranoia
