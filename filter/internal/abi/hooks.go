@@ -257,9 +257,10 @@ func envoy_dynamic_module_on_http_filter_stream_complete(envoyPtr C.envoy_dynami
 func envoy_dynamic_module_on_http_filter_destroy(modulePtr C.envoy_dynamic_module_type_http_filter_module_ptr) {
 	defer recoverQuietly("http_filter_destroy")
 	f := objectOf[httpFilter](modulePtr)
-	if !f.complete && f.stream != nil && !f.failed && f.pending == nil {
+	if !f.complete && f.stream != nil && !f.failed && !f.abandonInspection() {
 		// Envoy always reports completion first; this only guards against a
-		// transaction staying open if it ever does not.
+		// transaction staying open (or an inspection committing to a
+		// stream that is gone) if it ever does not.
 		f.stream.Complete()
 	}
 	deleteHandle(modulePtr)

@@ -115,16 +115,29 @@ func (f *httpFilter) offload(s stream, work func() waf.Decision) bool {
 // stream, except through the scheduler.
 func (f *httpFilter) inspect(in *inspection, work func() waf.Decision, scheduler C.envoy_dynamic_module_type_http_filter_scheduler_module_ptr) {
 	result, panicked := runRecovered(work)
-	in.mu.Lock()
-	in.result, in.panicked, in.done = result, panicked, true
-	abandoned := in.abandoned
-	in.mu.Unlock()
-	if abandoned {
+	if f.commit(in, result, panicked, scheduler) {
 		f.closeAbandoned()
-	} else {
-		C.envoy_dynamic_module_callback_http_filter_scheduler_commit(scheduler, 0)
 	}
 	C.envoy_dynamic_module_callback_http_filter_scheduler_delete(scheduler)
+}
+
+// commit records the inspection's outcome and, unless Envoy has completed
+// the stream, schedules its resumption; it reports whether the stream was
+// abandoned. The commit happens under the inspection's lock, which the
+// worker takes when the stream completes: Envoy's scheduler keeps a plain
+// reference to the worker's dispatcher, so a commit must never come after
+// the stream's completion, when that worker may already be gone (Envoy
+// shutting down). Unlocked, a niced pool thread could be preempted between
+// reading "not abandoned" and committing for as long as the kernel likes.
+func (f *httpFilter) commit(in *inspection, result waf.Decision, panicked *offWorkerPanic,
+	scheduler C.envoy_dynamic_module_type_http_filter_scheduler_module_ptr) (abandoned bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.result, in.panicked, in.done = result, panicked, true
+	if !in.abandoned {
+		C.envoy_dynamic_module_callback_http_filter_scheduler_commit(scheduler, 0)
+	}
+	return in.abandoned
 }
 
 // runRecovered runs work, turning a panic into a value: an unrecovered
