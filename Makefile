@@ -182,22 +182,26 @@ bench: $(MODULE)
 # lands in results/soak/: rss.csv, summary.json and stall.json, a log per
 # step, and summary.txt with the figures. A fuzz crash is kept as a failing
 # input in filter/waf/testdata/fuzz/<target>/ and fails the target.
+# SOAK_MODULE picks the module (the accelerated one:
+# `make soak SOAK_MODULE=build/libcorazawaf-accelerated.so SOAK_OUT=results/soak-accelerated`).
 SOAK_DURATION ?= 30m
 STALL_DURATION ?= 60s
 SOAK_FUZZTIME ?= 1000000x
-SOAK_OUT := results/soak
+SOAK_MODULE ?= $(MODULE)
+SOAK_OUT ?= results/soak
 SOAK_FUZZ_TARGETS := FuzzParseConfig FuzzParseRouteConfig
 
 .PHONY: soak
-soak: envoy $(MODULE)
+soak: envoy $(SOAK_MODULE)
 	@mkdir -p $(SOAK_OUT)
 	@{ echo "commit: $$(git rev-parse HEAD)$$(git diff --quiet HEAD -- filter rulesets || echo ' (modified)')"; \
-	   echo "started: $$(date -u +%Y-%m-%dT%H:%M:%SZ)"; echo "command: make soak SOAK_DURATION=$(SOAK_DURATION) STALL_DURATION=$(STALL_DURATION) SOAK_FUZZTIME=$(SOAK_FUZZTIME)"; \
+	   echo "started: $$(date -u +%Y-%m-%dT%H:%M:%SZ)"; echo "command: make soak SOAK_DURATION=$(SOAK_DURATION) STALL_DURATION=$(STALL_DURATION) SOAK_FUZZTIME=$(SOAK_FUZZTIME) SOAK_MODULE=$(SOAK_MODULE) SOAK_OUT=$(SOAK_OUT)"; \
+	   echo "module: $(SOAK_MODULE) sha256:$$(sha256sum $(SOAK_MODULE) | cut -c1-16)"; \
 	   echo "envoy: $$($(BUILD)/envoy --version 2>/dev/null | grep -o 'version: [^ ]*')"; echo "go: $$($(GO) env GOVERSION)"; \
 	   echo "cpus: $$(nproc) x $$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"; \
 	   echo "memory: $$(grep MemTotal /proc/meminfo | tr -s ' ' | cut -d' ' -f2-)"; } > $(SOAK_OUT)/metadata.txt
 	@set -o pipefail; status=0; \
-	WAFSWEEP_E2E=required ENVOY_BIN="$(abspath $(BUILD)/envoy)" CORAZAWAF_MODULE="$(abspath $(MODULE))" \
+	WAFSWEEP_E2E=required ENVOY_BIN="$(abspath $(BUILD)/envoy)" CORAZAWAF_MODULE="$(abspath $(SOAK_MODULE))" \
 		$(GO) test -count=1 -timeout 2h -run '^(TestSoak|TestLargeBodiesDoNotStallOtherStreams)$$' -v ./filter/soak \
 		-soak.duration $(SOAK_DURATION) -stall.duration $(STALL_DURATION) -soak.out "$(abspath $(SOAK_OUT))" \
 		2>&1 | tee $(SOAK_OUT)/soak.log || status=1; \
