@@ -8,17 +8,18 @@
 // stays with the pooled transaction (5 MB after one 50 KB JSON body).
 //
 // At build time it reads the rule set (seclang), picks the candidate rules
-// (ruleplan) and compiles their expressions into one prefilter
-// (multimatch). It then puts generated rules at the start of phase 2: one
-// collector per transformation chain, which sees every value the chain's
-// candidates see and records which expressions match one, then a decider
-// that removes, for this transaction only, each candidate whose expression
-// matched nothing (Coraza's RemoveRuleByID, reached by an interface
-// assertion; without it, nothing is removed and every rule runs). A
-// prefilter hit is confirmed exactly (RE2 fed the expression rewritten
-// with Go's semantics), so a candidate is removed only when its own
-// expression matches none of the values; the prefilter only saves the work
-// on values it rules out. Rules that stay run Coraza's own @rx unchanged.
+// (ruleplan), compiles their Go expressions into one prefilter
+// (multimatch) and the other operators into exact matchers (operators).
+// It then puts generated rules at the start of phase 2: one collector per
+// transformation chain, which sees every value the chain's candidates see
+// and records which candidates match one, then a decider that removes, for
+// this transaction only, each candidate that matched nothing (Coraza's
+// RemoveRuleByID, reached by an interface assertion; without it, nothing is
+// removed and every rule runs). A prefilter hit is confirmed exactly (RE2
+// fed the expression rewritten with Go's semantics), so a candidate is
+// removed only when its own operator matches none of the values; the
+// prefilter only saves the work on values it rules out. Rules that stay run
+// Coraza's own operators unchanged.
 //
 // Shadow mode decides the same way but removes nothing; the candidates run
 // as in stock Coraza, and a removal that would have been wrong (the rule
@@ -100,7 +101,7 @@ type Options struct {
 type Accelerator struct {
 	mode        Mode
 	log         Logger
-	candidates  []ruleplan.Candidate // index = prefilter expression index
+	candidates  []ruleplan.Candidate // index = prefilter expression index ("" when not a Go expression)
 	included    multimatch.Bitset    // candidates the collectors cover
 	collectors  []collector
 	collectorOf []int // candidate -> collector, -1 when not covered
