@@ -101,6 +101,7 @@ type Options struct {
 type Accelerator struct {
 	mode        Mode
 	log         Logger
+	root        fs.FS                // Options.Root marked by plugin.CompactPhrases
 	candidates  []ruleplan.Candidate // index = prefilter expression index ("" when not a Go expression)
 	included    multimatch.Bitset    // candidates the collectors cover
 	collectors  []collector
@@ -137,7 +138,8 @@ func New(opts Options) (*Accelerator, error) {
 	if opts.Mode == Off || opts.Mode == "" {
 		return nil, errors.New("accel.New with mode off: build the WAF without an accelerator")
 	}
-	directives, err := seclang.Read(opts.Root, opts.Directives)
+	root := plugin.CompactPhrases(opts.Root)
+	directives, err := seclang.Read(root, opts.Directives)
 	if err != nil {
 		return nil, fmt.Errorf("reading the rule set for acceleration: %w", err)
 	}
@@ -146,7 +148,7 @@ func New(opts Options) (*Accelerator, error) {
 		return nil, fmt.Errorf("analysing the rule set for acceleration: %w", err)
 	}
 	plan := ruleplan.Analyze(rs)
-	a := &Accelerator{mode: opts.Mode, log: opts.Log, candidates: plan.Candidates, excluded: plan.Excluded}
+	a := &Accelerator{mode: opts.Mode, log: opts.Log, root: root, candidates: plan.Candidates, excluded: plan.Excluded}
 	if a.log == nil {
 		a.log = discard{}
 	}
@@ -175,8 +177,8 @@ func New(opts Options) (*Accelerator, error) {
 			a.reference[i] = exact.NewGo(exprs[i])
 		}
 	}
-	undecided := a.decideOperators(opts.Root)
-	a.plan(undecided)
+	a.decideOperators()
+	a.plan()
 	a.runtime.init(a)
 	a.token, a.unregister = plugin.Register(a)
 	a.directives = a.generate()
@@ -192,18 +194,16 @@ func New(opts Options) (*Accelerator, error) {
 // collectors mean fewer passes over the values; multiMatch values skip
 // Coraza's transformation cache, whose lookups cost more than these
 // transformations.
-func (a *Accelerator) plan(undecided map[int]string) {
+func (a *Accelerator) plan() {
 	a.included = multimatch.NewBitset(len(a.candidates))
 	a.collectorOf = make([]int, len(a.candidates))
 	var covered []int
 	for i, c := range a.candidates {
 		a.collectorOf[i] = -1
-		if reason, ok := undecided[i]; ok {
-			a.excluded = append(a.excluded, ruleplan.Exclusion{ID: c.ID, Reason: reason})
-			continue
-		}
 		if !a.engine.Prefilter.Filtered(i) && a.engine.Direct[i] == nil {
-			a.excluded = append(a.excluded, ruleplan.Exclusion{ID: c.ID, Reason: "expression has no fixed text to look for"})
+			if c.Expr != "" { // the others were excluded with their reason
+				a.excluded = append(a.excluded, ruleplan.Exclusion{ID: c.ID, Reason: "expression has no fixed text to look for"})
+			}
 			continue
 		}
 		covered = append(covered, i)
@@ -249,22 +249,20 @@ func (a *Accelerator) plan(undecided map[int]string) {
 }
 
 // decideOperators gives the candidates that are not Go expressions (other
-// operators, binary @rx) their exact matcher in Engine.Direct, and returns
-// why the others are left to Coraza, by candidate.
-func (a *Accelerator) decideOperators(root fs.FS) map[int]string {
-	undecided := map[int]string{}
+// operators, binary @rx) their exact matcher in Engine.Direct, and
+// excludes, with the reason, those package operators leaves to Coraza.
+func (a *Accelerator) decideOperators() {
 	for i, c := range a.candidates {
 		if c.Expr != "" {
 			continue
 		}
-		m, err := operators.New(operators.Operator{Name: c.Operator, Argument: c.Argument, Dir: c.Dir, Root: root})
+		m, err := operators.New(operators.Operator{Name: c.Operator, Argument: c.Argument, Dir: c.Dir, Root: a.root})
 		if err != nil {
-			undecided[i] = fmt.Sprintf("@%s: %v", c.Operator, err)
+			a.excluded = append(a.excluded, ruleplan.Exclusion{ID: c.ID, Reason: fmt.Sprintf("@%s: %v", c.Operator, err)})
 			continue
 		}
 		a.engine.Direct[i] = m
 	}
-	return undecided
 }
 
 // isPrefix reports whether chain is a prefix of (or equal to) of, by
@@ -350,10 +348,11 @@ func (a *Accelerator) Built() {
 // Mode reports the mode.
 func (a *Accelerator) Mode() Mode { return a.mode }
 
-// RootFS returns the root filesystem to build the accelerated WAF on: the
-// same files, marked so that its @pmFromFile rules use the compact phrase
-// matcher (package phrases; same matches, a seventh of the memory).
-func (a *Accelerator) RootFS(root fs.FS) fs.FS { return plugin.CompactPhrases(root) }
+// RootFS returns the root filesystem to build the accelerated WAF on:
+// Options.Root, marked so that its @pmFromFile rules use the compact phrase
+// matcher (package phrases; same matches, a seventh of the memory), the
+// very matchers the accelerator decides those rules with.
+func (a *Accelerator) RootFS() fs.FS { return a.root }
 
 // Summary describes the accelerated rule set for Envoy's log.
 func (a *Accelerator) Summary() string {

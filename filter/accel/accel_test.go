@@ -60,7 +60,7 @@ func buildRules(t *testing.T, mode Mode, engine EngineFactory, rules string, roo
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := coraza.NewWAF(coraza.NewWAFConfig().WithRootFS(a.RootFS(root)).WithDirectives(a.Directives() + rules))
+	w, err := coraza.NewWAF(coraza.NewWAFConfig().WithRootFS(a.RootFS()).WithDirectives(a.Directives() + rules))
 	a.Built()
 	if err != nil {
 		t.Fatalf("coraza rejects the generated rules: %v\n%s", err, a.Directives())
@@ -147,10 +147,14 @@ SecRule ARGS "@pm a  b" "id:2006,phase:2,pass,log,t:none"
 `
 
 func TestDecidesOperatorsBesidesGoExpressions(t *testing.T) {
-	root := fstest.MapFS{"rules/words.data": {Data: []byte("# words\npasswd\nshadow\n")}}
-	text := "Include rules/operators.conf\n"
-	root["rules/operators.conf"] = &fstest.MapFile{Data: []byte(operatorRules)}
-	w, a, _ := buildRules(t, Prefilter, nil, text, root)
+	root := &countingFS{MapFS: fstest.MapFS{
+		"rules/words.data":     {Data: []byte("# words\npasswd\nshadow\n")},
+		"rules/operators.conf": {Data: []byte(operatorRules)},
+	}}
+	w, a, _ := buildRules(t, Prefilter, nil, "Include rules/operators.conf\n", root)
+	if n := root.reads["rules/words.data"]; n != 1 {
+		t.Errorf("the phrase file was read %d times: the accelerator and the WAF's operator should share one matcher", n)
+	}
 	if got := a.Covered(); fmt.Sprint(got) != "[2001 2002 2003 2004 2005]" {
 		t.Fatalf("covered %v, want [2001 2002 2003 2004 2005]; excluded %v", got, a.Excluded())
 	}
@@ -166,6 +170,20 @@ func TestDecidesOperatorsBesidesGoExpressions(t *testing.T) {
 		{"q=tab%09", 2005, 4},
 	}
 	checkDecisions(t, w, a, tests)
+}
+
+// countingFS counts the reads of each file.
+type countingFS struct {
+	fstest.MapFS
+	reads map[string]int
+}
+
+func (c *countingFS) ReadFile(name string) ([]byte, error) {
+	if c.reads == nil {
+		c.reads = map[string]int{}
+	}
+	c.reads[name]++
+	return c.MapFS.ReadFile(name)
 }
 
 // blind is an engine that rules out every expression for every value: a

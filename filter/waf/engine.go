@@ -72,7 +72,7 @@ func newEngine(spec engineSpec) (*Engine, error) {
 		// The generated rules go first, so that they are the first
 		// rules of phase 2.
 		text = acc.Directives() + text
-		root = acc.RootFS(root)
+		root = acc.RootFS()
 	}
 	wafCfg := coraza.NewWAFConfig().
 		WithRootFS(root).

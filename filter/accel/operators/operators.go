@@ -34,7 +34,8 @@ type Operator struct {
 	// Argument as Coraza receives it.
 	Argument string
 	// Dir is the directory of the rule's file and Root the WAF's root
-	// filesystem, where @pmFromFile finds its data file.
+	// filesystem, where @pmFromFile finds its data file (built once per
+	// root marked by plugin.CompactPhrases).
 	Dir  string
 	Root fs.FS
 }
@@ -49,11 +50,12 @@ func New(op Operator) (exact.Matcher, error) {
 	case "pm":
 		return newPhrases(strings.Split(strings.ToLower(op.Argument), " "))
 	case "pmfromfile", "pmf":
-		data, err := plugin.ReadDataFile(op.Argument, []string{op.Dir}, op.Root)
+		// On the accelerated WAF's root, the same matcher as its operator.
+		m, err := plugin.PhraseFile(op.Argument, []string{op.Dir}, op.Root)
 		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", op.Argument, err)
+			return nil, fmt.Errorf("@%s %s: %w", op.Name, op.Argument, err)
 		}
-		return newPhrases(phrases.ParseFile(data))
+		return containsMatcher{m}, nil
 	case "detectxss":
 		return xss{}, nil
 	case "validatebyterange":

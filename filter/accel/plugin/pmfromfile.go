@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 
 	"github.com/corazawaf/coraza/v3/experimental/plugins"
 	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
@@ -29,33 +30,71 @@ func registerPhraseOperators() {
 
 // CompactPhrases marks a WAF's root filesystem: @pmFromFile in rule sets
 // built on the returned root use the compact matcher. Coraza hands each
-// operator the WAF's root, the one per-WAF value an operator sees.
-func CompactPhrases(root fs.FS) fs.FS { return compactRoot{root} }
+// operator the WAF's root, the one per-WAF value an operator sees. The
+// root also keeps the matchers PhraseFile builds, so the accelerator's
+// decisions and the WAF's operators share one per data file.
+func CompactPhrases(root fs.FS) fs.FS {
+	return &compactRoot{FS: root, built: map[string]*phrases.Matcher{}}
+}
 
-type compactRoot struct{ fs.FS }
+type compactRoot struct {
+	fs.FS
+	mu    sync.Mutex
+	built map[string]*phrases.Matcher // by file name in the root
+}
 
 // ReadFile and Glob keep the wrapped root's own implementations in use.
-func (r compactRoot) ReadFile(name string) ([]byte, error) { return fs.ReadFile(r.FS, name) }
-func (r compactRoot) Glob(pattern string) ([]string, error) {
+func (r *compactRoot) ReadFile(name string) ([]byte, error) { return fs.ReadFile(r.FS, name) }
+func (r *compactRoot) Glob(pattern string) ([]string, error) {
 	return fs.Glob(r.FS, pattern)
 }
 
-func newPMFromFile(o plugintypes.OperatorOptions) (plugintypes.Operator, error) {
-	data, err := ReadDataFile(o.Arguments, o.Path, o.Root)
+// PhraseFile returns the compact matcher of a @pmFromFile data file,
+// found as Coraza finds it (findDataFile). On a root marked by
+// CompactPhrases each file is built once.
+func PhraseFile(name string, dirs []string, root fs.FS) (*phrases.Matcher, error) {
+	file, err := findDataFile(name, dirs, root)
 	if err != nil {
 		return nil, err
 	}
-	list := phrases.ParseFile(data)
+	r, marked := root.(*compactRoot)
+	if marked {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if m, ok := r.built[file]; ok {
+			return m, nil
+		}
+	}
+	data, err := fs.ReadFile(root, file)
+	if err != nil {
+		return nil, err
+	}
+	m, err := phrases.New(phrases.ParseFile(data))
+	if err != nil {
+		return nil, err
+	}
+	if marked {
+		r.built[file] = m
+	}
+	return m, nil
+}
+
+func newPMFromFile(o plugintypes.OperatorOptions) (plugintypes.Operator, error) {
 	// Coraza's memoization key: a WAF built from the same files shares
 	// the automaton.
 	key := strings.Join(o.Path, ",") + o.Arguments
-	if _, compact := o.Root.(compactRoot); compact {
-		m, err := memoize(o.Memoizer, "corazawaf/phrases:"+key, func() (any, error) { return phrases.New(list) })
+	if _, compact := o.Root.(*compactRoot); compact {
+		m, err := memoize(o.Memoizer, "corazawaf/phrases:"+key, func() (any, error) { return PhraseFile(o.Arguments, o.Path, o.Root) })
 		if err != nil {
 			return nil, err
 		}
 		return compactPM{m.(*phrases.Matcher)}, nil
 	}
+	data, err := readDataFile(o.Arguments, o.Path, o.Root)
+	if err != nil {
+		return nil, err
+	}
+	list := phrases.ParseFile(data)
 	ac, _ := memoize(o.Memoizer, key, func() (any, error) {
 		builder := ahocorasick.NewAhoCorasickBuilder(ahocorasick.Opts{
 			AsciiCaseInsensitive: true,
@@ -66,26 +105,35 @@ func newPMFromFile(o plugintypes.OperatorOptions) (plugintypes.Operator, error) 
 	return libraryPM{matcher: ac.(ahocorasick.AhoCorasick), minLen: shortest(list)}, nil
 }
 
-// ReadDataFile finds a data file as Coraza does: an absolute name in the
-// root, else the first of the rule file's directories that has it.
-func ReadDataFile(name string, dirs []string, root fs.FS) ([]byte, error) {
+// readDataFile reads a data file as Coraza finds it (findDataFile).
+func readDataFile(name string, dirs []string, root fs.FS) ([]byte, error) {
+	file, err := findDataFile(name, dirs, root)
+	if err != nil {
+		return nil, err
+	}
+	return fs.ReadFile(root, file)
+}
+
+// findDataFile names a data file as Coraza finds it: an absolute name in
+// the root, else in the first of the rule file's directories that has it.
+func findDataFile(name string, dirs []string, root fs.FS) (string, error) {
 	if path.IsAbs(name) {
-		return fs.ReadFile(root, name)
+		return name, nil
 	}
 	if len(dirs) == 0 {
-		return nil, errors.New("empty dirs")
+		return "", errors.New("empty dirs")
 	}
 	var err error
 	for _, dir := range dirs {
-		var data []byte
-		if data, err = fs.ReadFile(root, path.Join(dir, name)); err == nil {
-			return data, nil
+		file := path.Join(dir, name)
+		if _, err = fs.Stat(root, file); err == nil {
+			return file, nil
 		}
 		if !os.IsNotExist(err) {
-			return nil, err
+			return "", err
 		}
 	}
-	return nil, err
+	return "", err
 }
 
 func memoize(m plugintypes.Memoizer, key string, build func() (any, error)) (any, error) {

@@ -2,7 +2,7 @@
 // accelerator may skip per transaction, and groups them by what they see.
 //
 // A candidate is a phase-2 rule whose only work before its first match is
-// one operator the accelerator can decide (an @rx, or one of Decidable)
+// one operator the accelerator can decide (see decidable)
 // over request data that no phase-2 rule can change: if the operator cannot
 // match any value the rule sees, the rule cannot match, runs none of its
 // actions, and removing it for that transaction changes nothing, unless
@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -141,15 +140,19 @@ func candidate(r *seclang.Rule) (Candidate, string) {
 	return c, ""
 }
 
-// Decidable are the operators besides @rx whose answer the accelerator
-// computes exactly as Coraza does (package operators). They are the
-// phase-2 operators of CRS that run on every argument at paranoia level 1;
-// deciding them keeps their rules, and Coraza's transformation cache for
-// their chains (megabytes for a large body), out of benign transactions.
-var Decidable = []string{"pm", "pmfromfile", "pmf", "detectxss", "validatebyterange"}
-
+// decidable reports whether the accelerator computes the operator's answer
+// exactly as Coraza does: @rx (package exact, or package operators for
+// binary expressions) and the operators package operators compiles. Those
+// are the phase-2 operators of CRS that run on every argument at paranoia
+// level 1; deciding them keeps their rules, and Coraza's transformation
+// cache for their chains (megabytes for a large body), out of benign
+// transactions.
 func decidable(operator string) bool {
-	return operator == "rx" || slices.Contains(Decidable, operator)
+	switch operator {
+	case "rx", "pm", "pmfromfile", "pmf", "detectxss", "validatebyterange":
+		return true
+	}
+	return false
 }
 
 // skipWindows marks the rules a skip:N could land on. Coraza counts, per
