@@ -40,6 +40,10 @@ type Result struct {
 	LoadgenCPUSeconds float64
 	// RawJSON is Fortio's result JSON without the base64 request payload.
 	RawJSON []byte
+	// Window is the measured window, counted call by call: what a step's
+	// verdict rests on. Nil when the load generator cannot say (a remote
+	// Fortio server); the fields above then cover the whole run.
+	Window *Window
 }
 
 // CompletionRatio is Completed/Scheduled, the capacity signal.
@@ -58,9 +62,17 @@ func (r Result) ErrorRatio() float64 {
 	return float64(r.Non2xx+r.SocketErrors) / float64(r.Completed)
 }
 
+// tailAfterWindow keeps the load on after the window ends, so that the
+// calls intended at its end meet the same queue as the ones before them
+// instead of an emptying proxy.
+const tailAfterWindow = time.Second
+
 // Run validates spec, checks the target accepts connections, then drives
-// the load for spec.Duration. Cancelling ctx stops the load early and
-// returns the partial result with ctx's error.
+// the load: spec.Warmup, then the measured window of spec.Duration, then a
+// short tail. Result.Window counts what happened inside the window (see
+// Window); spec.OnEdge is called at its two edges, for the caller to
+// sample the proxy at the same instants. Cancelling ctx stops the load
+// early and returns the partial result with ctx's error.
 func Run(ctx context.Context, spec Spec) (Result, error) {
 	spec, err := spec.normalized()
 	if err != nil {
@@ -74,14 +86,20 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	rec := newRecorder(spec.Connections)
+	opts.AccessLogger = rec
 	stop := abortOnCancel(ctx, opts.Stop)
+	edges, runDone := make(chan [3]time.Time, 1), make(chan struct{})
+	go driveWindow(ctx, spec, rec, opts.Stop, runDone, edges)
 	cpuBefore, err := processCPUSeconds()
 	if err != nil {
 		stop()
+		close(runDone)
 		return Result{}, err
 	}
 	res, runErr := fhttp.RunHTTPTest(opts)
 	stop()
+	close(runDone)
 	cpuAfter, err := processCPUSeconds()
 	if err != nil {
 		return Result{}, err
@@ -97,7 +115,48 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 	if ctx.Err() != nil {
 		return result, fmt.Errorf("loadgen: run interrupted: %w", ctx.Err())
 	}
+	edge, ok := <-edges
+	if !ok {
+		return result, fmt.Errorf("loadgen: the run against %s ended before its window did", spec.URL)
+	}
+	w := rec.window(spec.QPS, edge[0], edge[1], edge[2])
+	result.Window = &w
 	return result, nil
+}
+
+// driveWindow waits for Fortio's first call, marks the window's edges
+// (calling spec.OnEdge at each) and stops the run after the tail. It
+// sends the edges and the time of the stop on done, or closes it when the
+// run ended first.
+func driveWindow(ctx context.Context, spec Spec, rec *recorder, aborter *periodic.Aborter, runDone <-chan struct{}, done chan<- [3]time.Time) {
+	defer close(done)
+	aborted := runDone
+	var first time.Time
+	select {
+	case first = <-rec.started:
+	case <-aborted:
+		return
+	}
+	var edges [3]time.Time
+	for i, at := range []time.Time{first.Add(spec.Warmup), first.Add(spec.Warmup + spec.Duration)} {
+		select {
+		case <-time.After(time.Until(at)):
+		case <-aborted:
+			return
+		}
+		edges[i] = time.Now()
+		if spec.OnEdge != nil {
+			spec.OnEdge(Edge(i))
+		}
+	}
+	select {
+	case <-time.After(tailAfterWindow):
+	case <-aborted:
+	case <-ctx.Done():
+	}
+	edges[2] = time.Now()
+	aborter.Abort(false)
+	done <- edges
 }
 
 // quietFortio keeps Fortio's per-run chatter out of the output. Fortio's
@@ -107,16 +166,24 @@ func quietFortio() { log.SetLogLevelQuiet(log.Warning) }
 func fortioOptions(spec Spec) (*fhttp.HTTPRunnerOptions, error) {
 	opts := &fhttp.HTTPRunnerOptions{
 		RunnerOptions: periodic.RunnerOptions{
-			QPS:         spec.QPS,
-			Duration:    spec.Duration,
+			QPS: spec.QPS,
+			// Open-ended: a Fortio run of fixed duration stretches its
+			// schedule so that the last call falls at the end, which
+			// lowers the offered rate by 1/(calls per connection - 1).
+			// driveWindow stops the run instead. (Fortio replaces 0 by
+			// its default duration; a negative one means no end.)
+			Duration:    -1,
 			NumThreads:  spec.Connections,
 			Percentiles: percentiles,
 			Resolution:  resolutionSeconds,
 			Uniform:     true, // requests evenly spaced 1/QPS apart
-			NoCatchUp:   true, // saturation shows as fewer calls, not bursts
-			Jitter:      false,
-			Out:         io.Discard,
-			Stop:        periodic.NewAborter(),
+			// Catch-up: a connection that fell behind sends its late
+			// calls at once, each timed from its intended start (see
+			// Window). Skipping them would hide the queue.
+			NoCatchUp: false,
+			Jitter:    false,
+			Out:       io.Discard,
+			Stop:      periodic.NewAborter(),
 		},
 		HTTPOptions: fhttp.HTTPOptions{
 			URL:            spec.URL,

@@ -1,7 +1,8 @@
 // Package loadgen drives constant-throughput HTTP/1.1 load with Fortio as a
-// library and reports what a sweep step needs: scheduled versus completed
-// calls (the capacity signal under NoCatchUp), status codes, socket use,
-// latency percentiles and the load generator's own CPU.
+// library and reports what a sweep step needs: what completed inside the
+// measured window against what was scheduled there (the capacity signal),
+// status codes, socket use, raw latency and latency corrected for
+// coordinated omission (see Window), and the load generator's own CPU.
 package loadgen
 
 import (
@@ -38,10 +39,25 @@ type Spec struct {
 	Headers     map[string]string // extra headers (not Host, Content-Type or Content-Length)
 	QPS         float64           // total target rate across all connections
 	Connections int               // keep-alive connections, one Fortio thread each
-	Duration    time.Duration
+	// Warmup is load at the same rate, in the same run, before the
+	// measured window: the window starts with the queues it would have.
+	Warmup time.Duration
+	// Duration is the measured window.
+	Duration time.Duration
+	// OnEdge, when set, is called at the window's start and end, from
+	// another goroutine while the load runs; it should return quickly.
+	OnEdge func(Edge)
 	// RequestTimeout bounds each request; default DefaultRequestTimeout.
 	RequestTimeout time.Duration
 }
+
+// Edge names the two edges of the measured window.
+type Edge int
+
+const (
+	WindowStart Edge = iota
+	WindowEnd
+)
 
 // ScheduledCalls is the number of calls Fortio makes for this rate,
 // duration and connection count: each connection gets floor(QPS*T/c).
@@ -87,6 +103,9 @@ func (s Spec) validate() error {
 	}
 	if s.Duration <= 0 {
 		errs = append(errs, fmt.Errorf("Duration %v must be positive", s.Duration))
+	}
+	if s.Warmup < 0 {
+		errs = append(errs, fmt.Errorf("Warmup %v must not be negative", s.Warmup))
 	}
 	if s.RequestTimeout < 0 {
 		errs = append(errs, fmt.Errorf("RequestTimeout %v must not be negative", s.RequestTimeout))

@@ -1,0 +1,197 @@
+package loadgen
+
+import (
+	"context"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"fortio.org/fortio/periodic"
+)
+
+// Window is what happened inside a step's measured window, counted from
+// each call's own timestamps rather than from Fortio's totals, which
+// include the calls that were queued before the window and those that
+// drained after it.
+//
+// Fortio runs open-ended at a fixed interval per connection, I = c/R, so
+// call i of connection k is intended at start + k*I/c + i*I, and with
+// catch-up a connection that fell behind sends its late calls back to
+// back: every intended call is sent, late if need be, and its corrected
+// latency runs from its intended time (a late start counts against it),
+// as an open-loop client would see it. A saturated proxy therefore shows
+// as fewer completions in the window and a corrected latency that grows
+// across it, instead of as calls never sent and never timed (coordinated
+// omission). Slots intended in the window but still unsent when the run
+// stopped count as unsent, with the time until the stop as a lower bound
+// of their latency.
+type Window struct {
+	Start, End time.Time
+	// Scheduled is TargetQPS * (End-Start): the calls an open-loop client
+	// would have started inside the window.
+	Scheduled float64
+	// Completed counts calls whose response (or socket error) arrived
+	// inside the window, whatever their status; OK the 2xx among them.
+	Completed, OK, Non2xx, SocketErrors int64
+	// Intended counts the slots intended inside the window, Unsent those
+	// of them that were never sent.
+	Intended, Unsent int64
+	// Raw is latency from the actual send of the calls intended inside
+	// the window; Corrected is from the intended send, unsent slots
+	// included. Lateness is actual - intended send: the load generator's
+	// own timing error below capacity, the queue above it.
+	Raw, Corrected, Lateness Latency
+}
+
+// Seconds is the window's length.
+func (w Window) Seconds() float64 { return w.End.Sub(w.Start).Seconds() }
+
+// AchievedQPS is the rate of completed calls over the window.
+func (w Window) AchievedQPS() float64 {
+	if s := w.Seconds(); s > 0 {
+		return float64(w.Completed) / s
+	}
+	return 0
+}
+
+// Latency holds exact percentiles (no histogram buckets) in milliseconds.
+type Latency struct {
+	Samples                            int64
+	P50Ms, P90Ms, P99Ms, P999Ms, MaxMs float64
+}
+
+// call is one request as the recorder saw it. Times are nanoseconds since
+// the recorder's epoch, which keeps the records small at 10k RPS.
+type call struct {
+	iter       int64
+	start, end int64
+	code       int
+}
+
+// recorder is Fortio's access logger: it keeps every call of the run, one
+// slice per connection (Fortio calls it from each connection's goroutine,
+// so no slice is shared), and tells when the first call starts.
+type recorder struct {
+	epoch   time.Time
+	calls   [][]call
+	started chan time.Time
+	once    sync.Once
+}
+
+func newRecorder(connections int) *recorder {
+	return &recorder{epoch: time.Now(), calls: make([][]call, connections), started: make(chan time.Time, 1)}
+}
+
+func (r *recorder) Start(ctx context.Context, _ periodic.ThreadID, _ int64, start time.Time) context.Context {
+	r.once.Do(func() { r.started <- start })
+	return ctx
+}
+
+func (r *recorder) Report(_ context.Context, id periodic.ThreadID, iter int64, start time.Time, latency float64, _ bool, details string) {
+	code, err := strconv.Atoi(details)
+	if err != nil {
+		code = socketError
+	}
+	s := start.Sub(r.epoch).Nanoseconds()
+	r.calls[id] = append(r.calls[id], call{iter: iter, start: s, end: s + int64(latency*1e9), code: code})
+}
+
+func (r *recorder) Info() string { return "wafsweep window recorder" }
+
+// socketError is Fortio's status code for a call that got no response.
+const socketError = -1
+
+// window counts the recorded calls against the window [start, end) for a
+// run at qps over the recorder's connections that was stopped at stopped.
+func (r *recorder) window(qps float64, start, end, stopped time.Time) Window {
+	w := Window{Start: start, End: end, Scheduled: qps * end.Sub(start).Seconds()}
+	lo, hi := start.Sub(r.epoch).Nanoseconds(), end.Sub(r.epoch).Nanoseconds()
+	stop := stopped.Sub(r.epoch).Nanoseconds()
+	interval := float64(len(r.calls)) / qps * 1e9 // per connection, ns
+	runStart := r.runStart(interval)
+	var raw, corrected, lateness []float64
+	for conn, calls := range r.calls {
+		first := runStart + interval*float64(conn)/float64(len(r.calls))
+		intended := func(iter int64) int64 { return int64(math.Round(first + float64(iter)*interval)) }
+		next := int64(0) // the first slot not yet sent
+		for _, c := range calls {
+			w.countCompletion(c, lo, hi)
+			next = c.iter + 1
+			t := intended(c.iter)
+			if t < lo || t >= hi {
+				continue
+			}
+			w.Intended++
+			raw = append(raw, float64(c.end-c.start))
+			// A start a hair before the estimated intended time is the
+			// estimate's error, not an early send.
+			corrected = append(corrected, float64(c.end-min(t, c.start)))
+			lateness = append(lateness, float64(max(c.start-t, 0)))
+		}
+		for slot := next; intended(slot) < hi; slot++ {
+			if t := intended(slot); t >= lo {
+				w.Intended++
+				w.Unsent++
+				corrected = append(corrected, float64(max(stop-t, 0)))
+			}
+		}
+	}
+	w.Raw, w.Corrected, w.Lateness = latencyOf(raw), latencyOf(corrected), latencyOf(lateness)
+	return w
+}
+
+// countCompletion adds c to the window's counts if it ended inside it.
+func (w *Window) countCompletion(c call, lo, hi int64) {
+	if c.end < lo || c.end >= hi {
+		return
+	}
+	w.Completed++
+	switch {
+	case c.code == socketError:
+		w.SocketErrors++
+	case c.code >= 200 && c.code <= 299:
+		w.OK++
+	default:
+		w.Non2xx++
+	}
+}
+
+// runStart estimates when Fortio started its connections: connection k's
+// first call (iter 0) was intended at runStart + k*interval/c, and each
+// goroutine can only be late, so the earliest estimate is the best.
+func (r *recorder) runStart(interval float64) float64 {
+	best := math.Inf(1)
+	for conn, calls := range r.calls {
+		if len(calls) == 0 {
+			continue
+		}
+		c := calls[0]
+		t := float64(c.start) - float64(c.iter)*interval - interval*float64(conn)/float64(len(r.calls))
+		best = min(best, t)
+	}
+	if math.IsInf(best, 1) {
+		return 0
+	}
+	return best
+}
+
+// latencyOf computes exact percentiles of samples in nanoseconds.
+func latencyOf(samples []float64) Latency {
+	if len(samples) == 0 {
+		nan := math.NaN()
+		return Latency{P50Ms: nan, P90Ms: nan, P99Ms: nan, P999Ms: nan, MaxMs: nan}
+	}
+	slices.Sort(samples)
+	at := func(p float64) float64 {
+		// Nearest rank: the smallest sample with at least p% at or below it.
+		rank := int(math.Ceil(p/100*float64(len(samples)))) - 1
+		return samples[max(rank, 0)] / 1e6
+	}
+	return Latency{
+		Samples: int64(len(samples)),
+		P50Ms:   at(50), P90Ms: at(90), P99Ms: at(99), P999Ms: at(99.9),
+		MaxMs: samples[len(samples)-1] / 1e6,
+	}
+}

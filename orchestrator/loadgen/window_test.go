@@ -1,0 +1,169 @@
+package loadgen
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+)
+
+// serialServer answers one request at a time, each after sleeping for
+// serviceTime: its capacity is 1/(the service time it actually took),
+// which it measures itself so that sleep overshoot does not blur the
+// ground truth.
+type serialServer struct {
+	*httptest.Server
+	serviceTime time.Duration
+	mu          sync.Mutex
+	busy        time.Duration
+	served      int64
+}
+
+func startSerialServer(t *testing.T, serviceTime time.Duration) *serialServer {
+	t.Helper()
+	s := &serialServer{serviceTime: serviceTime}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		s.mu.Lock()
+		start := time.Now()
+		time.Sleep(s.serviceTime)
+		s.busy += time.Since(start)
+		s.served++
+		s.mu.Unlock()
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// capacity is the measured 1/service time, in requests per second.
+func (s *serialServer) capacity() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return float64(s.served) / s.busy.Seconds()
+}
+
+func (s *serialServer) meanService() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.busy / time.Duration(s.served)
+}
+
+func within(got, want, fraction float64) bool { return math.Abs(got-want) <= fraction*want }
+
+func TestWindowBelowCapacityMeasuresTheKnownLatency(t *testing.T) {
+	srv := startSerialServer(t, 4*time.Millisecond) // capacity ~250 RPS
+	var edges []Edge
+	var mu sync.Mutex
+	spec := Spec{URL: srv.URL + "/", QPS: 50, Connections: 4, Warmup: 500 * time.Millisecond, Duration: 3 * time.Second,
+		OnEdge: func(e Edge) { mu.Lock(); edges = append(edges, e); mu.Unlock() }}
+	res, err := Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := res.Window
+	if w == nil {
+		t.Fatal("no window")
+	}
+	if len(edges) != 2 || edges[0] != WindowStart || edges[1] != WindowEnd {
+		t.Errorf("OnEdge saw %v, want [start end]", edges)
+	}
+	if !within(w.Seconds(), 3, 0.02) {
+		t.Errorf("window lasted %.3f s, want 3", w.Seconds())
+	}
+	if !within(w.AchievedQPS(), 50, 0.02) || w.Unsent != 0 || w.OK != w.Completed {
+		t.Errorf("achieved %.1f RPS (%d completed, %d ok, %d unsent), want 50", w.AchievedQPS(), w.Completed, w.OK, w.Unsent)
+	}
+	if !within(float64(w.Intended), w.Scheduled, 0.02) {
+		t.Errorf("%d slots intended in the window, scheduled %.0f", w.Intended, w.Scheduled)
+	}
+	// Well below capacity nothing queues: raw latency is the service time
+	// plus loopback, and corrected latency adds only the load generator's
+	// own lateness (timer wake-ups), which it measures.
+	service := float64(srv.meanService()) / 1e6
+	if w.Raw.P50Ms < service || w.Raw.P50Ms > service*1.05+0.2 {
+		t.Errorf("raw p50 %.3f ms, want the service time %.3f ms within 5%%", w.Raw.P50Ms, service)
+	}
+	if w.Corrected.P99Ms < w.Raw.P99Ms || w.Corrected.P99Ms > w.Raw.P99Ms+w.Lateness.P99Ms+0.2 {
+		t.Errorf("corrected p99 %.3f ms, want raw p99 %.3f ms plus at most the lateness p99 %.3f ms",
+			w.Corrected.P99Ms, w.Raw.P99Ms, w.Lateness.P99Ms)
+	}
+	// The counts outside the window (warm-up and tail) are not in it.
+	if res.Completed <= w.Completed {
+		t.Errorf("whole run completed %d, window %d: warm-up and tail should add calls", res.Completed, w.Completed)
+	}
+}
+
+func TestWindowAboveCapacityFindsTheCapacityAndTheQueue(t *testing.T) {
+	srv := startSerialServer(t, 5*time.Millisecond) // capacity ~200 RPS
+	spec := Spec{URL: srv.URL + "/", QPS: 400, Connections: 16, Warmup: 500 * time.Millisecond, Duration: 3 * time.Second}
+	res, err := Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := res.Window
+	capacity := srv.capacity()
+	if !within(w.AchievedQPS(), capacity, 0.05) {
+		t.Errorf("achieved %.1f RPS, want the server's capacity %.1f within 5%%", w.AchievedQPS(), capacity)
+	}
+	if w.Completed >= int64(0.99*w.Scheduled) {
+		t.Errorf("overloaded: %d completed of %.0f scheduled", w.Completed, w.Scheduled)
+	}
+	// Above capacity the queue grows across the window: every connection
+	// falls further behind, so corrected latency at the end approaches
+	// the window's length times the overload, (1 - capacity/R) * T, and
+	// its median is well beyond what any single call took.
+	growth := (1 - capacity/spec.QPS) * spec.Duration.Seconds() * 1000
+	if w.Corrected.MaxMs < 0.5*growth || w.Corrected.P50Ms <= w.Raw.P99Ms {
+		t.Errorf("corrected p50 %.0f ms, max %.0f ms; raw p99 %.0f ms: want the queue to grow towards %.0f ms",
+			w.Corrected.P50Ms, w.Corrected.MaxMs, w.Raw.P99Ms, growth)
+	}
+}
+
+func TestWindowCountsFromTheCallsTimestamps(t *testing.T) {
+	// Two connections at 10 RPS: interval 200 ms per connection, the
+	// second connection 100 ms after the first. Window [150, 1000) ms,
+	// run stopped at 1300 ms.
+	ms := func(v float64) int64 { return int64(v * 1e6) }
+	at := func(v float64) time.Time { return time.Unix(0, ms(v)) }
+	rec := &recorder{epoch: time.Unix(0, 0), calls: [][]call{
+		{
+			{iter: 0, start: ms(0), end: ms(10), code: 200},
+			{iter: 1, start: ms(200), end: ms(650), code: 200}, // overran the slots at 400 and 600
+			{iter: 2, start: ms(650), end: ms(700), code: 200}, // caught up: 250 ms late
+			{iter: 3, start: ms(700), end: ms(720), code: 503}, // 100 ms late
+			{iter: 4, start: ms(800), end: ms(810), code: 200}, // on time again
+		},
+		{
+			{iter: 0, start: ms(100), end: ms(105), code: 200},
+			{iter: 1, start: ms(300), end: ms(302), code: -1},
+			{iter: 2, start: ms(500), end: ms(1200), code: 200}, // ends after the window
+			// the slots at 700 and 900 were never sent
+		},
+	}}
+	w := rec.window(10, at(150), at(1000), at(1300))
+	if w.Completed != 5 || w.OK != 3 || w.Non2xx != 1 || w.SocketErrors != 1 {
+		t.Errorf("completed %d (ok %d, non-2xx %d, socket %d), want 5 (3, 1, 1)", w.Completed, w.OK, w.Non2xx, w.SocketErrors)
+	}
+	if w.Intended != 8 || w.Unsent != 2 || w.Scheduled != 8.5 {
+		t.Errorf("intended %d, unsent %d, scheduled %v; want 8, 2, 8.5", w.Intended, w.Unsent, w.Scheduled)
+	}
+	tests := []struct {
+		name              string
+		got               Latency
+		samples           int64
+		p50, maxMs        float64
+		whatTheSamplesAre string
+	}{
+		{"raw", w.Raw, 6, 20, 700, "450 50 20 10 2 700"},
+		{"corrected", w.Corrected, 8, 300, 700, "450 300 120 10 2 700, unsent 600 400 (until the stop)"},
+		{"lateness", w.Lateness, 6, 0, 250, "0 250 100 0 0 0"},
+	}
+	for _, tc := range tests {
+		if tc.got.Samples != tc.samples || tc.got.P50Ms != tc.p50 || tc.got.MaxMs != tc.maxMs {
+			t.Errorf("%s: %d samples, p50 %v, max %v; want %d, %v, %v (%s)",
+				tc.name, tc.got.Samples, tc.got.P50Ms, tc.got.MaxMs, tc.samples, tc.p50, tc.maxMs, tc.whatTheSamplesAre)
+		}
+	}
+}
