@@ -50,6 +50,10 @@ type StepRow struct {
 	MeasureS    float64
 	StartedAt   time.Time
 
+	// WindowS is the measured window's actual length. Scheduled is
+	// target * window; Completed, Non2xx and SocketErrors count responses
+	// that arrived inside the window (see loadgen.Window).
+	WindowS       float64
 	Scheduled     int64
 	Completed     int64
 	Completion    float64
@@ -59,7 +63,20 @@ type StepRow struct {
 	ErrorRatio    float64
 	AchievedRPS   float64
 
+	// Latency of the calls intended inside the window, corrected for
+	// coordinated omission: timed from each call's intended send.
 	P50Ms, P90Ms, P99Ms, P999Ms, MaxMs float64
+	// The same calls timed from their actual send, as Fortio times them.
+	P50RawMs, P99RawMs float64
+	// SendLatenessP99Ms is the load generator's lateness (actual minus
+	// intended send): its own timing error below capacity.
+	SendLatenessP99Ms float64
+	// Unsent counts calls intended inside the window but never sent.
+	Unsent int64
+	// ProxyCompleted is the proxy's own count of requests completed in the
+	// window (Envoy's downstream_rq_completed delta); -1 when the flavor
+	// has no such counter.
+	ProxyCompleted int64
 
 	ProxyCPUS              float64 // proxy CPU seconds during the measured window
 	ProxyIdleCPUSPerS      float64 // proxy CPU seconds per second when idle
@@ -68,7 +85,10 @@ type StepRow struct {
 	ProxyRSSLifetimePeakMB float64 // peak since the proxy started (rule compilation included)
 	LoadgenCPUS            float64
 	LoadgenCPUFraction     float64 // of the load generator's CPU budget
-	ProxyRestarted         bool
+	// LoadgenRunDelayS is how long the load generator's threads waited
+	// for a CPU during the window (NaN when unknown).
+	LoadgenRunDelayS float64
+	ProxyRestarted   bool
 
 	Verdict string   // VerdictPass, VerdictFail, VerdictInvalid
 	Reasons []string // why invalid (or failed)
@@ -119,6 +139,7 @@ var stepSchema = schema[StepRow]{
 	floatCol("warmup_s", func(r *sr) *float64 { return &r.WarmupS }),
 	floatCol("measure_s", func(r *sr) *float64 { return &r.MeasureS }),
 	timeCol("started_at", func(r *sr) *time.Time { return &r.StartedAt }),
+	floatCol("window_s", func(r *sr) *float64 { return &r.WindowS }),
 	int64Col("scheduled", func(r *sr) *int64 { return &r.Scheduled }),
 	int64Col("completed", func(r *sr) *int64 { return &r.Completed }),
 	floatCol("completion", func(r *sr) *float64 { return &r.Completion }),
@@ -132,6 +153,11 @@ var stepSchema = schema[StepRow]{
 	floatCol("p99_ms", func(r *sr) *float64 { return &r.P99Ms }),
 	floatCol("p999_ms", func(r *sr) *float64 { return &r.P999Ms }),
 	floatCol("max_ms", func(r *sr) *float64 { return &r.MaxMs }),
+	floatCol("p50_raw_ms", func(r *sr) *float64 { return &r.P50RawMs }),
+	floatCol("p99_raw_ms", func(r *sr) *float64 { return &r.P99RawMs }),
+	floatCol("send_lateness_p99_ms", func(r *sr) *float64 { return &r.SendLatenessP99Ms }),
+	int64Col("unsent", func(r *sr) *int64 { return &r.Unsent }),
+	int64Col("proxy_completed", func(r *sr) *int64 { return &r.ProxyCompleted }),
 	floatCol("proxy_cpu_s", func(r *sr) *float64 { return &r.ProxyCPUS }),
 	floatCol("proxy_idle_cpu_s_per_s", func(r *sr) *float64 { return &r.ProxyIdleCPUSPerS }),
 	floatCol("cores_per_1k", func(r *sr) *float64 { return &r.CoresPer1k }),
@@ -139,6 +165,7 @@ var stepSchema = schema[StepRow]{
 	floatCol("proxy_rss_lifetime_peak_mb", func(r *sr) *float64 { return &r.ProxyRSSLifetimePeakMB }),
 	floatCol("loadgen_cpu_s", func(r *sr) *float64 { return &r.LoadgenCPUS }),
 	floatCol("loadgen_cpu_fraction", func(r *sr) *float64 { return &r.LoadgenCPUFraction }),
+	floatCol("loadgen_run_delay_s", func(r *sr) *float64 { return &r.LoadgenRunDelayS }),
 	boolCol("proxy_restarted", func(r *sr) *bool { return &r.ProxyRestarted }),
 	strCol("verdict", func(r *sr) *string { return &r.Verdict }),
 	listCol("reasons", func(r *sr) *[]string { return &r.Reasons }),

@@ -15,10 +15,11 @@ func TestStepsHeaderIsTheDeclaredSchema(t *testing.T) {
 	want := []string{
 		"sweep_id", "round", "config_id", "flavor", "tier", "shape", "shape_bytes", "shape_fields",
 		"seq", "kind", "target_rps", "connections", "warmup_s", "measure_s", "started_at",
-		"scheduled", "completed", "completion", "non2xx", "socket_errors", "sockets_opened",
+		"window_s", "scheduled", "completed", "completion", "non2xx", "socket_errors", "sockets_opened",
 		"error_ratio", "achieved_rps", "p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms",
+		"p50_raw_ms", "p99_raw_ms", "send_lateness_p99_ms", "unsent", "proxy_completed",
 		"proxy_cpu_s", "proxy_idle_cpu_s_per_s", "cores_per_1k", "proxy_rss_peak_mb",
-		"proxy_rss_lifetime_peak_mb", "loadgen_cpu_s", "loadgen_cpu_fraction", "proxy_restarted",
+		"proxy_rss_lifetime_peak_mb", "loadgen_cpu_s", "loadgen_cpu_fraction", "loadgen_run_delay_s", "proxy_restarted",
 		"verdict", "reasons", "raw_file",
 	}
 	if got := StepsHeader(); !reflect.DeepEqual(got, want) {
@@ -42,8 +43,9 @@ func fullRow(round int, configID string, seq int) StepRow {
 		Scheduled: 49984, Completed: 49900, Completion: 0.9983194622279129, Non2xx: 3, SocketErrors: 1,
 		SocketsOpened: 67, ErrorRatio: 0.00008016032064128257, AchievedRPS: 2495.1,
 		P50Ms: 0.412, P90Ms: 0.9, P99Ms: 2.25, P999Ms: 7.5, MaxMs: 31.25,
+		WindowS: 20.004, P50RawMs: 0.4, P99RawMs: 2.125, SendLatenessP99Ms: 0.0625, Unsent: 7, ProxyCompleted: 49901,
 		ProxyCPUS: 12.5, ProxyIdleCPUSPerS: 0.002, CoresPer1k: 0.25, ProxyRSSPeakMB: 180.5,
-		ProxyRSSLifetimePeakMB: 240.25, LoadgenCPUS: 8, LoadgenCPUFraction: 0.4, ProxyRestarted: true,
+		ProxyRSSLifetimePeakMB: 240.25, LoadgenCPUS: 8, LoadgenCPUFraction: 0.4, LoadgenRunDelayS: 0.125, ProxyRestarted: true,
 		Verdict: VerdictInvalid, Reasons: []string{"loadgen cpu 0.75 > 0.70", "proxy restarted"},
 		RawFile: "raw/r0/waf/full-crs/json_1k/002.json.gz",
 	}
@@ -184,9 +186,9 @@ func TestReadStepsErrors(t *testing.T) {
 		want string
 	}{
 		{"renamed column", strings.Replace(header, "target_rps", "rps", 1) + "\n", `line 1: header column 11 is "rps", want "target_rps"`},
-		{"missing column", strings.TrimSuffix(header, ",raw_file") + "\n", `line 1: header ends before column 39 "raw_file"`},
+		{"missing column", strings.TrimSuffix(header, ",raw_file") + "\n", `line 1: header ends before column 46 "raw_file"`},
 		{"bad number", good.String() + strings.Replace(string(line), ",2500,", ",fast,", 1), "line 3: column target_rps"},
-		{"short row", good.String() + "sw-1,0,c\n", "line 3: 3 fields, want 39"},
+		{"short row", good.String() + "sw-1,0,c\n", "line 3: 3 fields, want 46"},
 		{"duplicate", good.String() + string(line), "line 3: duplicate step (round 0, config c, seq 0), first on line 2"},
 	}
 	for _, tt := range tests {

@@ -1,18 +1,22 @@
 // Package knee finds the knee point of one configuration: the highest
 // constant target throughput it sustains.
 //
-// A step offers a target rate R over c keep-alive connections for T seconds.
-// Fortio schedules floor(R*T/c) calls per connection, so
+// A step offers a target rate R over c keep-alive connections: a warm-up,
+// then a measured window of length T, in one run (see package loadgen).
+// Counting only what happened inside the window,
 //
-//	scheduled  = floor(R*T/c) * c
-//	completion = completed / scheduled
+//	scheduled  = R * T   (the calls an open-loop client would start)
+//	completion = completed in the window / scheduled   (achieved / R)
 //	error      = (non-2xx + socket errors) / completed   (1 when nothing completed)
 //
-// With Fortio's NoCatchUp a saturated proxy shows up as missing calls, so the
-// completion ratio is the capacity signal. A step passes iff completion >= 0.99
-// and error <= 0.001. A step is invalid, neither pass nor fail, when the
-// measurement itself cannot be trusted (load generator over its CPU budget,
-// proxy restarted, backend saturated, pre-check failed).
+// A step passes iff completion >= 0.99 and error <= 0.001. Calls that queue
+// past the window's end are not counted in it, and latency is timed from
+// each call's intended send (corrected for coordinated omission), so a
+// proxy cannot pass on work it finished after the window. A step is
+// invalid, neither pass nor fail, when the measurement itself cannot be
+// trusted (load generator over its CPU budget or waiting for a CPU, proxy
+// restarted or using more CPU than it has, its request count disagreeing
+// with the load generator's, backend saturated, pre-check failed).
 //
 // The search walks the ladder upwards and stops at the first failing rate.
 // It then bisects between the highest pass and the lowest fail (midpoints

@@ -1,30 +1,6 @@
 package knee
 
-import (
-	"testing"
-	"time"
-)
-
-func TestScheduled(t *testing.T) {
-	tests := []struct {
-		rate  int
-		dur   time.Duration
-		conns int
-		want  int64
-	}{
-		{1000, 20 * time.Second, 64, 19968}, // 20000/64 = 312.5 -> 312*64
-		{4000, 20 * time.Second, 64, 80000}, // divides evenly
-		{1000, 1500 * time.Millisecond, 64, 1472},
-		{50, 10 * time.Second, 64, 448}, // 500/64 = 7.8 -> 7*64
-		{1000, 20 * time.Second, 0, 0},  // no connections
-		{0, 20 * time.Second, 64, 0},
-	}
-	for _, tt := range tests {
-		if got := Scheduled(tt.rate, tt.dur, tt.conns); got != tt.want {
-			t.Errorf("Scheduled(%d, %s, %d) = %d, want %d", tt.rate, tt.dur, tt.conns, got, tt.want)
-		}
-	}
-}
+import "testing"
 
 func TestStepVerdict(t *testing.T) {
 	tests := []struct {

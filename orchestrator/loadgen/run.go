@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"syscall"
 	"time"
 
 	"fortio.org/fortio/fhttp"
 	"fortio.org/fortio/periodic"
 	"fortio.org/log"
+
+	"github.com/wafsweep/wafsweep/orchestrator/procstat"
 )
 
 // resolutionSeconds is the latency histogram's bucket width: Fortio's 1 ms
@@ -89,7 +92,7 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 	rec := newRecorder(spec.Connections)
 	opts.AccessLogger = rec
 	stop := abortOnCancel(ctx, opts.Stop)
-	edges, runDone := make(chan [3]time.Time, 1), make(chan struct{})
+	edges, runDone := make(chan windowEdges, 1), make(chan struct{})
 	go driveWindow(ctx, spec, rec, opts.Stop, runDone, edges)
 	cpuBefore, err := processCPUSeconds()
 	if err != nil {
@@ -119,42 +122,50 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 	if !ok {
 		return result, fmt.Errorf("loadgen: the run against %s ended before its window did", spec.URL)
 	}
-	w := rec.window(spec.QPS, edge[0], edge[1], edge[2])
+	w := rec.window(spec.QPS, edge.times[0], edge.times[1], edge.times[2])
+	w.RunDelaySeconds = edge.runDelay[1] - edge.runDelay[0]
 	result.Window = &w
 	return result, nil
 }
 
+// windowEdges is what driveWindow marks: the window's start and end and
+// the stop of the run, and the load generator's run delay at both edges.
+type windowEdges struct {
+	times    [3]time.Time
+	runDelay [2]float64
+}
+
 // driveWindow waits for Fortio's first call, marks the window's edges
 // (calling spec.OnEdge at each) and stops the run after the tail. It
-// sends the edges and the time of the stop on done, or closes it when the
-// run ended first.
-func driveWindow(ctx context.Context, spec Spec, rec *recorder, aborter *periodic.Aborter, runDone <-chan struct{}, done chan<- [3]time.Time) {
+// sends the edges on done, or closes it when the run ended first.
+func driveWindow(ctx context.Context, spec Spec, rec *recorder, aborter *periodic.Aborter, runDone <-chan struct{}, done chan<- windowEdges) {
 	defer close(done)
-	aborted := runDone
 	var first time.Time
 	select {
 	case first = <-rec.started:
-	case <-aborted:
+	case <-runDone:
 		return
 	}
-	var edges [3]time.Time
+	var edges windowEdges
 	for i, at := range []time.Time{first.Add(spec.Warmup), first.Add(spec.Warmup + spec.Duration)} {
 		select {
 		case <-time.After(time.Until(at)):
-		case <-aborted:
+		case <-runDone:
 			return
 		}
-		edges[i] = time.Now()
+		edges.times[i] = time.Now()
+		// Unreadable schedstat (an old kernel) leaves the delay at 0.
+		edges.runDelay[i], _ = procstat.RunDelaySeconds(os.Getpid())
 		if spec.OnEdge != nil {
 			spec.OnEdge(Edge(i))
 		}
 	}
 	select {
 	case <-time.After(tailAfterWindow):
-	case <-aborted:
+	case <-runDone:
 	case <-ctx.Done():
 	}
-	edges[2] = time.Now()
+	edges.times[2] = time.Now()
 	aborter.Abort(false)
 	done <- edges
 }

@@ -43,6 +43,10 @@ type Window struct {
 	// included. Lateness is actual - intended send: the load generator's
 	// own timing error below capacity, the queue above it.
 	Raw, Corrected, Lateness Latency
+	// RunDelaySeconds is how long the load generator's threads waited for
+	// a CPU during the window: more than a little means it shared its
+	// CPUs, and its lateness is not the proxy's doing.
+	RunDelaySeconds float64
 }
 
 // Seconds is the window's length.

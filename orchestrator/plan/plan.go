@@ -24,7 +24,9 @@ type Plan struct {
 	// otherwise it must be below Ladder[0].
 	FloorRPS int
 
-	Connections int // one keep-alive connection each
+	// Connections is the most keep-alive connections a step uses; see
+	// ConnectionsFor.
+	Connections int
 	Warmup      time.Duration
 	Measure     time.Duration
 	Cooldown    time.Duration
@@ -34,6 +36,11 @@ type Plan struct {
 	// MaxLoadgenCPU is the fraction of its CPU budget the load generator may
 	// use before a step is declared invalid.
 	MaxLoadgenCPU float64
+	// MaxLoadgenRunDelay is the share of the window the load generator's
+	// threads may wait for a CPU before a step is declared invalid: beyond
+	// it something else runs on its CPUs, and its late sends (counted
+	// against latency) are not the proxy's doing.
+	MaxLoadgenRunDelay float64
 	// P99SLO is the latency objective of the extra latency-based knee.
 	P99SLO time.Duration
 }
@@ -41,38 +48,40 @@ type Plan struct {
 // Default is the reference methodology of the notes.
 func Default() Plan {
 	return Plan{
-		Flavors:       []string{FlavorDirect, FlavorEnvoy, FlavorWAF},
-		Tiers:         []string{TierHeadersOnly, TierTargeted, TierFullCRS},
-		Shapes:        []string{ShapeGet, ShapeJSON1K, ShapeJSON10K, ShapeJSON50K},
-		Ladder:        []int{1000, 2000, 3000, 4000, 6000, 8000, 10000},
-		FloorRPS:      50,
-		Connections:   64,
-		Warmup:        5 * time.Second,
-		Measure:       20 * time.Second,
-		Cooldown:      2 * time.Second,
-		Rounds:        1,
-		Confirm:       true,
-		MaxLoadgenCPU: 0.70,
-		P99SLO:        10 * time.Millisecond,
+		Flavors:            []string{FlavorDirect, FlavorEnvoy, FlavorWAF},
+		Tiers:              []string{TierHeadersOnly, TierTargeted, TierFullCRS},
+		Shapes:             []string{ShapeGet, ShapeJSON1K, ShapeJSON10K, ShapeJSON50K},
+		Ladder:             []int{1000, 2000, 3000, 4000, 6000, 8000, 10000},
+		FloorRPS:           50,
+		Connections:        64,
+		Warmup:             5 * time.Second,
+		Measure:            20 * time.Second,
+		Cooldown:           2 * time.Second,
+		Rounds:             1,
+		Confirm:            true,
+		MaxLoadgenCPU:      0.70,
+		MaxLoadgenRunDelay: 0.05,
+		P99SLO:             10 * time.Millisecond,
 	}
 }
 
 // planJSON is the file form of a Plan: durations are Go duration strings
 // ("5s", "1m30s") so plan files stay readable.
 type planJSON struct {
-	Flavors       []string `json:"flavors"`
-	Tiers         []string `json:"tiers"`
-	Shapes        []string `json:"shapes"`
-	Ladder        []int    `json:"ladder"`
-	FloorRPS      int      `json:"floor_rps"`
-	Connections   int      `json:"connections"`
-	Warmup        string   `json:"warmup"`
-	Measure       string   `json:"measure"`
-	Cooldown      string   `json:"cooldown"`
-	Rounds        int      `json:"rounds"`
-	Confirm       bool     `json:"confirm"`
-	MaxLoadgenCPU float64  `json:"max_loadgen_cpu"`
-	P99SLO        string   `json:"p99_slo"`
+	Flavors            []string `json:"flavors"`
+	Tiers              []string `json:"tiers"`
+	Shapes             []string `json:"shapes"`
+	Ladder             []int    `json:"ladder"`
+	FloorRPS           int      `json:"floor_rps"`
+	Connections        int      `json:"connections"`
+	Warmup             string   `json:"warmup"`
+	Measure            string   `json:"measure"`
+	Cooldown           string   `json:"cooldown"`
+	Rounds             int      `json:"rounds"`
+	Confirm            bool     `json:"confirm"`
+	MaxLoadgenCPU      float64  `json:"max_loadgen_cpu"`
+	MaxLoadgenRunDelay float64  `json:"max_loadgen_run_delay"`
+	P99SLO             string   `json:"p99_slo"`
 }
 
 // MarshalJSON writes the plan file form.
@@ -81,7 +90,7 @@ func (p Plan) MarshalJSON() ([]byte, error) {
 		Flavors: p.Flavors, Tiers: p.Tiers, Shapes: p.Shapes, Ladder: p.Ladder,
 		FloorRPS: p.FloorRPS, Connections: p.Connections,
 		Warmup: p.Warmup.String(), Measure: p.Measure.String(), Cooldown: p.Cooldown.String(),
-		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU,
+		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenRunDelay: p.MaxLoadgenRunDelay,
 		P99SLO: p.P99SLO.String(),
 	})
 }
@@ -96,7 +105,7 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 		Shapes: slices.Clone(p.Shapes), Ladder: slices.Clone(p.Ladder),
 		FloorRPS: p.FloorRPS, Connections: p.Connections,
 		Warmup: p.Warmup.String(), Measure: p.Measure.String(), Cooldown: p.Cooldown.String(),
-		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU,
+		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenRunDelay: p.MaxLoadgenRunDelay,
 		P99SLO: p.P99SLO.String(),
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -123,7 +132,7 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 	}
 	p.Flavors, p.Tiers, p.Shapes, p.Ladder, p.FloorRPS = f.Flavors, f.Tiers, f.Shapes, f.Ladder, f.FloorRPS
 	p.Connections, p.Rounds, p.Confirm = f.Connections, f.Rounds, f.Confirm
-	p.MaxLoadgenCPU = f.MaxLoadgenCPU
+	p.MaxLoadgenCPU, p.MaxLoadgenRunDelay = f.MaxLoadgenCPU, f.MaxLoadgenRunDelay
 	return nil
 }
 
@@ -183,4 +192,19 @@ func configs(flavors, tiers, shapes []string) []Config {
 		}
 	}
 	return out
+}
+
+// Connections per step: enough that each sends about CallsPerConnection
+// requests in the window (with fewer, rounding and queueing hide overload),
+// at least MinConnections so that one slow request is never the
+// bottleneck, at most Plan.Connections.
+const (
+	CallsPerConnection = 50
+	MinConnections     = 4
+)
+
+// ConnectionsFor is the number of connections a step at rate uses.
+func (p Plan) ConnectionsFor(rate int) int {
+	perWindow := int(float64(rate) * p.Measure.Seconds() / CallsPerConnection)
+	return max(min(perWindow, p.Connections), min(MinConnections, p.Connections))
 }

@@ -75,7 +75,6 @@ func TestValidate(t *testing.T) {
 		{"repeated rate", func(p *Plan) { p.Ladder = []int{1000, 1000} }, []string{"ladder[1] = 1000 is not above"}},
 		{"zero rate", func(p *Plan) { p.Ladder = []int{0, 1000} }, []string{"ladder[0] = 0: rates must be positive"}},
 		{"no connections", func(p *Plan) { p.Connections = 0 }, []string{"connections = 0"}},
-		{"too many connections", func(p *Plan) { p.Connections = 2000 }, []string{"connections = 2000 exceeds the lowest rate 1000"}},
 		{"short measure", func(p *Plan) { p.Measure = 500 * time.Millisecond }, []string{"measure = 500ms: use at least 1s"}},
 		{"negative warmup", func(p *Plan) { p.Warmup = -time.Second }, []string{"warmup = -1s"}},
 		{"negative cooldown", func(p *Plan) { p.Cooldown = -time.Second }, []string{"cooldown = -1s"}},
@@ -89,12 +88,9 @@ func TestValidate(t *testing.T) {
 			[]string{"floor_rps = 150: set floor_rps between 1 and 99"}},
 		{"no floor fits a ladder from 1", func(p *Plan) { p.Ladder, p.Connections, p.FloorRPS = []int{1, 2}, 1, 1 },
 			[]string{"floor_rps = 1: set floor_rps to 0 to turn the descent below the ladder off"}},
-		{"too few calls per connection at the floor", func(p *Plan) { p.FloorRPS, p.Measure = 10, 5*time.Second },
-			[]string{"floor_rps = 10 with measure = 5s schedules 50 calls, fewer than 2 per connection over connections = 64 (Fortio needs at least 128): " +
-				"raise floor_rps to at least 26, or lengthen measure to at least 13s, or lower connections to at most 25"}},
-		{"only a longer measure or fewer connections help", func(p *Plan) { p.Ladder, p.FloorRPS, p.Measure = []int{100, 200}, 50, time.Second },
-			[]string{"floor_rps = 50 with measure = 1s schedules 50 calls, fewer than 2 per connection over connections = 64 (Fortio needs at least 128): " +
-				"lengthen measure to at least 3s, or lower connections to at most 25"}},
+		{"too few calls per connection at the floor", func(p *Plan) { p.FloorRPS, p.Measure = 1, 5*time.Second },
+			[]string{"floor_rps = 1 with measure = 5s schedules 5 calls, fewer than 2 per connection over 4 connections: " +
+				"raise floor_rps to at least 2, or lengthen measure to at least 8s"}},
 		{"every problem at once", func(p *Plan) {
 			p.Flavors = []string{"wafx"}
 			p.Ladder = []int{2000, 1000}
@@ -261,5 +257,28 @@ func TestPlanJSONRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(back, p) {
 		t.Errorf("round trip = %+v\nwant %+v", back, p)
+	}
+}
+
+func TestConnectionsForGivesEachConnectionFiftyCalls(t *testing.T) {
+	p := Default()
+	p.Measure = 20 * time.Second
+	tests := []struct{ rate, want int }{
+		{rate: 10000, want: 64}, // 4,000 would be needed: capped at Plan.Connections
+		{rate: 160, want: 64},   // 3,200 calls / 50
+		{rate: 80, want: 32},    // 1,600 calls / 50
+		{rate: 5, want: 4},      // 100 calls: MinConnections
+	}
+	for _, tc := range tests {
+		if got := p.ConnectionsFor(tc.rate); got != tc.want {
+			t.Errorf("ConnectionsFor(%d) = %d, want %d", tc.rate, got, tc.want)
+		}
+		if calls := float64(tc.rate) * p.Measure.Seconds() / float64(p.ConnectionsFor(tc.rate)); tc.want < 64 && tc.want > MinConnections && calls < CallsPerConnection {
+			t.Errorf("at %d RPS each connection sends %.0f calls", tc.rate, calls)
+		}
+	}
+	p.Connections = 2
+	if got := p.ConnectionsFor(5); got != 2 {
+		t.Errorf("with connections = 2, ConnectionsFor(5) = %d: the plan's maximum wins", got)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -72,18 +71,13 @@ func (p Plan) checkLadder() []error {
 	}
 	if p.Connections <= 0 {
 		errs = append(errs, fmt.Errorf("connections = %d: use a positive number (64 is the reference)", p.Connections))
-	} else if lowest := p.Ladder[0]; lowest > 0 && p.Connections > lowest {
-		// Each connection must send at least one request per second, or the
-		// scheduled count floor(R*T/c)*c rounds down far below R*T.
-		errs = append(errs, fmt.Errorf("connections = %d exceeds the lowest rate %d: lower connections or raise the ladder's first rate", p.Connections, lowest))
 	}
 	return errs
 }
 
 // checkFloor checks the descent below the ladder: the floor must be below
 // the ladder's first rate, and a step at the floor must still give every
-// connection at least 2 calls (Fortio schedules floor(R*T/c) calls per
-// connection, see knee.Scheduled).
+// connection at least 2 calls in the window.
 func (p Plan) checkFloor() []error {
 	if p.FloorRPS == 0 {
 		return nil
@@ -103,21 +97,14 @@ func (p Plan) checkFloor() []error {
 		return nil // reported by checkLadder and checkRun
 	}
 	const minCallsPerConn = 2
-	need := int64(minCallsPerConn * p.Connections)
+	conns := p.ConnectionsFor(p.FloorRPS)
 	calls := int64(float64(p.FloorRPS) * p.Measure.Seconds())
-	if calls >= need {
-		return nil
+	if need := int64(minCallsPerConn * conns); calls < need {
+		return []error{fmt.Errorf("floor_rps = %d with measure = %s schedules %d calls, fewer than %d per connection over %d connections: raise floor_rps to at least %d, or lengthen measure to at least %s",
+			p.FloorRPS, p.Measure, calls, minCallsPerConn, conns, int(math.Ceil(float64(need)/p.Measure.Seconds())),
+			time.Duration(math.Ceil(float64(need)/float64(p.FloorRPS)))*time.Second)}
 	}
-	var fixes []string
-	if floor := int(math.Ceil(float64(need) / p.Measure.Seconds())); first == 0 || floor < first {
-		fixes = append(fixes, fmt.Sprintf("raise floor_rps to at least %d", floor))
-	}
-	fixes = append(fixes, fmt.Sprintf("lengthen measure to at least %s", time.Duration(math.Ceil(float64(need)/float64(p.FloorRPS)))*time.Second))
-	if c := calls / minCallsPerConn; c >= 1 {
-		fixes = append(fixes, fmt.Sprintf("lower connections to at most %d", c))
-	}
-	return []error{fmt.Errorf("floor_rps = %d with measure = %s schedules %d calls, fewer than %d per connection over connections = %d (Fortio needs at least %d): %s",
-		p.FloorRPS, p.Measure, calls, minCallsPerConn, p.Connections, need, strings.Join(fixes, ", or "))}
+	return nil
 }
 
 func (p Plan) checkRun() []error {
@@ -136,6 +123,9 @@ func (p Plan) checkRun() []error {
 	}
 	if !(p.MaxLoadgenCPU > 0 && p.MaxLoadgenCPU <= 1) {
 		errs = append(errs, fmt.Errorf("max_loadgen_cpu = %g: use a fraction in (0, 1], e.g. 0.70", p.MaxLoadgenCPU))
+	}
+	if !(p.MaxLoadgenRunDelay > 0 && p.MaxLoadgenRunDelay <= 1) {
+		errs = append(errs, fmt.Errorf("max_loadgen_run_delay = %g: use a fraction in (0, 1], e.g. 0.05", p.MaxLoadgenRunDelay))
 	}
 	if p.P99SLO <= 0 {
 		errs = append(errs, fmt.Errorf("p99_slo = %s: use a positive duration, e.g. 10ms", p.P99SLO))

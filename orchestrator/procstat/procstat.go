@@ -187,3 +187,37 @@ func FormatCPUList(cpus []int) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// RunDelaySeconds is the time the threads of pid have spent runnable but
+// waiting for a CPU (the second field of each thread's schedstat). A
+// process whose run delay grows while it should be idle-ish shares its
+// CPUs with something else: a load generator in that state is late for
+// reasons that have nothing to do with the proxy it measures.
+func RunDelaySeconds(pid int) (float64, error) {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	if err != nil || len(tasks) == 0 {
+		return 0, fmt.Errorf("procstat: no threads of %d to read (%v)", pid, err)
+	}
+	var total uint64
+	for _, path := range tasks {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue // the thread ended between the glob and the read
+		}
+		delay, err := parseSchedstatDelay(b)
+		if err != nil {
+			return 0, fmt.Errorf("procstat: %s: %w", path, err)
+		}
+		total += delay
+	}
+	return float64(total) / 1e9, nil
+}
+
+// parseSchedstatDelay reads "<on-cpu ns> <run-delay ns> <timeslices>".
+func parseSchedstatDelay(b []byte) (uint64, error) {
+	fields := strings.Fields(string(b))
+	if len(fields) < 2 {
+		return 0, fmt.Errorf("malformed schedstat %q", b)
+	}
+	return strconv.ParseUint(fields[1], 10, 64)
+}

@@ -3,7 +3,10 @@ package procstat
 import (
 	"os"
 	"reflect"
+	"runtime"
+	"sync"
 	"testing"
+	"time"
 )
 
 func TestParseStatCPU(t *testing.T) {
@@ -65,4 +68,53 @@ func TestCPUList(t *testing.T) {
 			t.Errorf("FormatCPUList(%v) = %q, want %q", got, FormatCPUList(got), tt.in)
 		}
 	}
+}
+
+func TestRunDelayGrowsWhenTheCPUIsShared(t *testing.T) {
+	if _, err := os.Stat("/proc/self/schedstat"); err != nil {
+		t.Skip("no schedstat in this kernel")
+	}
+	// Two busy goroutines on one pinned CPU: each waits while the other
+	// runs, so this process's run delay must grow by about the busy time.
+	if err := PinProcess(os.Getpid(), []int{0}); err != nil {
+		t.Skip("cannot pin:", err)
+	}
+	t.Cleanup(func() { _ = PinProcess(os.Getpid(), allCPUs()) })
+	before, err := RunDelaySeconds(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy(2, 300*time.Millisecond)
+	after, err := RunDelaySeconds(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if grew := after - before; grew < 0.1 {
+		t.Errorf("run delay grew by %.3f s while two threads shared one CPU for 0.3 s", grew)
+	}
+	if _, err := parseSchedstatDelay([]byte("12 x 3")); err == nil {
+		t.Error("a malformed schedstat parsed")
+	}
+}
+
+func busy(threads int, d time.Duration) {
+	var wg sync.WaitGroup
+	for range threads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			for end := time.Now().Add(d); time.Now().Before(end); {
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func allCPUs() []int {
+	cpus := make([]int, runtime.NumCPU())
+	for i := range cpus {
+		cpus[i] = i
+	}
+	return cpus
 }

@@ -33,9 +33,10 @@ func (d deadDeployment) RunLoad(ctx context.Context, s loadgen.Spec) (loadgen.Re
 func (d deadDeployment) Usage() (target.Usage, error) {
 	return target.Usage{BackendCPUSeconds: -1}, nil
 }
-func (d deadDeployment) Restarted() bool   { return false }
-func (d deadDeployment) LoadgenCores() int { return 1 }
-func (d deadDeployment) Teardown() error   { return nil }
+func (d deadDeployment) Restarted() bool     { return false }
+func (d deadDeployment) LoadgenCores() int   { return 1 }
+func (d deadDeployment) ProxyCores() float64 { return 0 }
+func (d deadDeployment) Teardown() error     { return nil }
 
 // A sweep aimed at a port where nothing listens fails fast and says why.
 func TestDeadPortFailsFast(t *testing.T) {

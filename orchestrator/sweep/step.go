@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -21,24 +22,29 @@ const rssSampleEvery = 250 * time.Millisecond
 // not the proxy, may be the bottleneck.
 const maxBackendCPU = 0.9
 
-// step measures one rate: warm-up, measured window, cool-down. A step whose
-// pre-check failed is recorded as invalid without sending load.
+// Tolerances of the window's cross-checks: CPU is read in clock ticks and
+// the two counters are sampled a few milliseconds apart.
+const (
+	cpuAllowanceSlack   = 1.01 // fraction of the proxy's cores
+	counterSlackSeconds = 0.01 // of traffic at the target rate
+	counterSlackShare   = 0.01 // of the window's completions
+)
+
+// step measures one rate: one run of warm-up, measured window and a short
+// tail, with the proxy's CPU and request counters sampled at the window's
+// edges, then a cool-down. A step whose pre-check failed is recorded as
+// invalid without sending load.
 func (c *configRun) step(ctx context.Context, rate int, kind knee.Kind) (dataset.StepRow, error) {
 	row := c.newRow(rate, kind)
 	if c.precheckOK != nil {
 		return c.invalid(row, c.precheckOK.Error()), nil
 	}
-	spec := c.spec(rate, c.opts.Plan.Warmup)
-	if _, err := c.deployed.RunLoad(ctx, spec); err != nil && ctx.Err() != nil {
-		return row, ctx.Err()
-	}
+	edges := &windowEdges{deployed: c.deployed}
+	spec := c.spec(rate, row.Connections)
+	spec.OnEdge = edges.sample
 	row.StartedAt = time.Now().UTC()
-	before, err := c.deployed.Usage()
-	if err != nil {
-		return row, err
-	}
 	peak := startRSSSampler(c.deployed)
-	res, err := c.deployed.RunLoad(ctx, c.spec(rate, c.opts.Plan.Measure))
+	res, err := c.deployed.RunLoad(ctx, spec)
 	stepPeak := peak()
 	if ctx.Err() != nil {
 		return row, ctx.Err()
@@ -46,11 +52,11 @@ func (c *configRun) step(ctx context.Context, rate int, kind knee.Kind) (dataset
 	if err != nil {
 		return c.invalid(row, "load generator: "+err.Error()), nil
 	}
-	after, err := c.deployed.Usage()
+	window, err := edges.result()
 	if err != nil && !c.deployed.Restarted() {
 		return row, err
 	}
-	c.fill(&row, res, before, after, stepPeak)
+	c.fill(&row, res, window, stepPeak)
 	if err := c.archive(&row, res.RawJSON); err != nil {
 		return row, err
 	}
@@ -62,12 +68,55 @@ func (c *configRun) step(ctx context.Context, rate int, kind knee.Kind) (dataset
 	return row, nil
 }
 
-func (c *configRun) spec(rate int, d time.Duration) loadgen.Spec {
+func (c *configRun) spec(rate, connections int) loadgen.Spec {
 	return loadgen.Spec{
 		URL: c.deployed.URL() + "/api/orders", Host: c.opts.Host, Method: c.shape.Method,
 		ContentType: c.shape.ContentType, Body: c.shape.Body,
-		QPS: float64(rate), Connections: c.opts.Plan.Connections, Duration: d,
+		QPS: float64(rate), Connections: connections,
+		Warmup: c.opts.Plan.Warmup, Duration: c.opts.Plan.Measure,
 	}
+}
+
+// edgeSample is the proxy as it was at one edge of the window.
+type edgeSample struct {
+	at        time.Time
+	usage     target.Usage
+	completed int64 // the proxy's own count; -1 when it has none
+}
+
+// windowEdges samples the deployment at the window's two edges, from the
+// load generator's goroutine.
+type windowEdges struct {
+	deployed target.Deployed
+	mu       sync.Mutex
+	samples  []edgeSample
+	err      error
+}
+
+func (w *windowEdges) sample(loadgen.Edge) {
+	s := edgeSample{at: time.Now(), completed: -1}
+	u, err := w.deployed.Usage()
+	s.usage = u
+	if pc, ok := w.deployed.(target.ProxyCounter); ok && err == nil {
+		s.completed, err = pc.ProxyCompleted()
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.samples = append(w.samples, s)
+	w.err = errors.Join(w.err, err)
+}
+
+// result returns the two edges, or why they are missing.
+func (w *windowEdges) result() ([2]edgeSample, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return [2]edgeSample{}, fmt.Errorf("sampling the proxy at the window's edges: %w", w.err)
+	}
+	if len(w.samples) != 2 {
+		return [2]edgeSample{}, fmt.Errorf("the load run marked %d window edges, want 2", len(w.samples))
+	}
+	return [2]edgeSample{w.samples[0], w.samples[1]}, nil
 }
 
 func (c *configRun) newRow(rate int, kind knee.Kind) dataset.StepRow {
@@ -76,12 +125,15 @@ func (c *configRun) newRow(rate int, kind knee.Kind) dataset.StepRow {
 		Flavor: c.cfg.Flavor, Tier: c.cfg.Tier, Shape: c.cfg.Shape,
 		ShapeBytes: len(c.shape.Body), ShapeFields: c.shape.Fields,
 		Seq: len(c.journal.Steps(c.round, c.cfg.ID())), Kind: string(kind),
-		TargetRPS: rate, Connections: c.opts.Plan.Connections,
+		TargetRPS: rate, Connections: c.opts.Plan.ConnectionsFor(rate),
 		WarmupS: c.opts.Plan.Warmup.Seconds(), MeasureS: c.opts.Plan.Measure.Seconds(),
 		StartedAt: time.Now().UTC(),
-		Scheduled: knee.Scheduled(rate, c.opts.Plan.Measure, c.opts.Plan.Connections),
+		WindowS:   math.NaN(),
+		Scheduled: int64(math.Round(float64(rate) * c.opts.Plan.Measure.Seconds())),
 		P50Ms:     math.NaN(), P90Ms: math.NaN(), P99Ms: math.NaN(), P999Ms: math.NaN(), MaxMs: math.NaN(),
-		ProxyCPUS: math.NaN(), CoresPer1k: math.NaN(), ProxyRSSPeakMB: math.NaN(), ProxyRSSLifetimePeakMB: math.NaN(),
+		P50RawMs: math.NaN(), P99RawMs: math.NaN(), SendLatenessP99Ms: math.NaN(), ProxyCompleted: -1,
+		LoadgenRunDelayS: math.NaN(),
+		ProxyCPUS:        math.NaN(), CoresPer1k: math.NaN(), ProxyRSSPeakMB: math.NaN(), ProxyRSSLifetimePeakMB: math.NaN(),
 		LoadgenCPUS: math.NaN(), LoadgenCPUFraction: math.NaN(), AchievedRPS: math.NaN(),
 		ProxyIdleCPUSPerS: c.idleCPUPS,
 	}
@@ -93,19 +145,20 @@ func (c *configRun) invalid(row dataset.StepRow, reason string) dataset.StepRow 
 	return row
 }
 
-// fill copies the load result and resource deltas into the row and decides
-// the verdict (see package knee for pass/fail, and the notes for validity).
-func (c *configRun) fill(row *dataset.StepRow, res loadgen.Result, before, after target.Usage, stepPeakRSS uint64) {
-	row.Scheduled, row.Completed = res.Scheduled, res.Completed
-	row.Non2xx, row.SocketErrors, row.SocketsOpened = res.Non2xx, res.SocketErrors, res.SocketsOpened
-	row.AchievedRPS = res.ActualQPS
-	row.P50Ms, row.P90Ms, row.P99Ms, row.P999Ms, row.MaxMs = res.P50Ms, res.P90Ms, res.P99Ms, res.P999Ms, res.MaxMs
-	measure := c.opts.Plan.Measure.Seconds()
+// fill copies the load result and the window's resource deltas into the
+// row and decides the verdict (see package knee for pass/fail, and the
+// notes for validity).
+func (c *configRun) fill(row *dataset.StepRow, res loadgen.Result, edges [2]edgeSample, stepPeakRSS uint64) {
+	fillCounts(row, res, edges)
+	window := row.WindowS
+	before, after := edges[0].usage, edges[1].usage
 	row.LoadgenCPUS = res.LoadgenCPUSeconds
-	row.LoadgenCPUFraction = res.LoadgenCPUSeconds / (measure * float64(c.deployed.LoadgenCores()))
+	if run := res.Duration.Seconds(); run > 0 {
+		row.LoadgenCPUFraction = res.LoadgenCPUSeconds / (run * float64(c.deployed.LoadgenCores()))
+	}
 	row.ProxyCPUS = after.ProxyCPUSeconds - before.ProxyCPUSeconds
-	if ok := res.Completed - res.Non2xx - res.SocketErrors; ok > 0 && after.ProxyPeakRSSBytes > 0 {
-		row.CoresPer1k = 1000 * (row.ProxyCPUS - c.idleCPUPS*measure) / float64(ok)
+	if ok := row.Completed - row.Non2xx - row.SocketErrors; ok > 0 && after.ProxyPeakRSSBytes > 0 {
+		row.CoresPer1k = 1000 * (row.ProxyCPUS - c.idleCPUPS*window) / float64(ok)
 	}
 	if after.ProxyPeakRSSBytes > 0 {
 		row.ProxyRSSPeakMB = mb(stepPeakRSS)
@@ -113,6 +166,7 @@ func (c *configRun) fill(row *dataset.StepRow, res loadgen.Result, before, after
 	}
 	row.ProxyRestarted = c.deployed.Restarted()
 	row.Reasons = invalidReasons(*row, res, before, after, c.opts.Plan.MaxLoadgenCPU)
+	row.Reasons = append(row.Reasons, windowReasons(*row, c.deployed.ProxyCores(), c.opts.Plan.MaxLoadgenRunDelay)...)
 	if len(row.Reasons) > 0 {
 		row.Verdict = dataset.VerdictInvalid
 	}
@@ -122,6 +176,58 @@ func (c *configRun) fill(row *dataset.StepRow, res loadgen.Result, before, after
 	if !step.Invalid && !step.Passed() {
 		row.Reasons = failReasons(step)
 	}
+}
+
+// fillCounts takes the step's counts and latency from the load
+// generator's window, or, when it has none (a remote Fortio server), from
+// its totals over the measured run and the edges' times.
+func fillCounts(row *dataset.StepRow, res loadgen.Result, edges [2]edgeSample) {
+	row.SocketsOpened = res.SocketsOpened
+	if edges[0].completed >= 0 && edges[1].completed >= 0 {
+		row.ProxyCompleted = edges[1].completed - edges[0].completed
+	}
+	w := res.Window
+	if w == nil {
+		row.WindowS = edges[1].at.Sub(edges[0].at).Seconds()
+		row.Scheduled, row.Completed = res.Scheduled, res.Completed
+		row.Non2xx, row.SocketErrors = res.Non2xx, res.SocketErrors
+		row.AchievedRPS = res.ActualQPS
+		row.P50Ms, row.P90Ms, row.P99Ms, row.P999Ms, row.MaxMs = res.P50Ms, res.P90Ms, res.P99Ms, res.P999Ms, res.MaxMs
+		row.P50RawMs, row.P99RawMs = res.P50Ms, res.P99Ms
+		return
+	}
+	row.WindowS = w.Seconds()
+	row.Scheduled = int64(math.Round(w.Scheduled))
+	row.Completed, row.Non2xx, row.SocketErrors = w.Completed, w.Non2xx, w.SocketErrors
+	row.AchievedRPS = w.AchievedQPS()
+	l := w.Corrected
+	row.P50Ms, row.P90Ms, row.P99Ms, row.P999Ms, row.MaxMs = l.P50Ms, l.P90Ms, l.P99Ms, l.P999Ms, l.MaxMs
+	row.P50RawMs, row.P99RawMs = w.Raw.P50Ms, w.Raw.P99Ms
+	row.SendLatenessP99Ms, row.Unsent = w.Lateness.P99Ms, w.Unsent
+	row.LoadgenRunDelayS = w.RunDelaySeconds
+}
+
+// windowReasons lists why the window's own figures cannot be right: the
+// proxy used more CPU than it has, or its request count disagrees with the
+// load generator's.
+func windowReasons(row dataset.StepRow, proxyCores, maxRunDelay float64) []string {
+	var reasons []string
+	if proxyCores > 0 && row.WindowS > 0 {
+		if used := row.ProxyCPUS / row.WindowS; used > proxyCores*cpuAllowanceSlack {
+			reasons = append(reasons, fmt.Sprintf("proxy used %.3f cores over the window, more than the %g it may use", used, proxyCores))
+		}
+	}
+	if delay := row.LoadgenRunDelayS / row.WindowS; delay > maxRunDelay {
+		reasons = append(reasons, fmt.Sprintf("load generator waited for a CPU %.0f%% of the window (limit %.0f%%): another process shares its CPUs",
+			100*delay, 100*maxRunDelay))
+	}
+	if row.ProxyCompleted >= 0 {
+		slack := counterSlackShare*float64(row.Completed) + counterSlackSeconds*float64(row.TargetRPS) + 2
+		if diff := math.Abs(float64(row.ProxyCompleted - row.Completed)); diff > slack {
+			reasons = append(reasons, fmt.Sprintf("proxy counted %d requests in the window, the load generator %d", row.ProxyCompleted, row.Completed))
+		}
+	}
+	return reasons
 }
 
 // failReasons says which of the pass conditions a step missed.
@@ -150,8 +256,8 @@ func invalidReasons(row dataset.StepRow, res loadgen.Result, before, after targe
 	if res.SocketsOpened > int64(row.Connections) && res.Non2xx == 0 && res.SocketErrors == 0 {
 		reasons = append(reasons, fmt.Sprintf("%d reconnects without errors", res.SocketsOpened-int64(row.Connections)))
 	}
-	if before.BackendCPUSeconds >= 0 && after.BackendCPUSeconds >= 0 {
-		if busy := (after.BackendCPUSeconds - before.BackendCPUSeconds) / row.MeasureS; busy > maxBackendCPU {
+	if before.BackendCPUSeconds >= 0 && after.BackendCPUSeconds >= 0 && row.WindowS > 0 {
+		if busy := (after.BackendCPUSeconds - before.BackendCPUSeconds) / row.WindowS; busy > maxBackendCPU {
 			reasons = append(reasons, fmt.Sprintf("backend saturated (%.0f%% of a core)", 100*busy))
 		}
 	}

@@ -28,6 +28,10 @@ func tinyPlan() plan.Plan {
 	p.Warmup, p.Measure, p.Cooldown = 300*time.Millisecond, 2*time.Second, 0
 	p.FloorRPS = 0
 	p.Confirm = false
+	// make test runs other packages beside this one: the load generator
+	// shares its CPUs, which the run-delay guard (tested on its own) would
+	// rightly call an invalid measurement. These tests check the plumbing.
+	p.MaxLoadgenRunDelay = 1
 	return p
 }
 

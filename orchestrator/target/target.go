@@ -45,8 +45,21 @@ type Deployed interface {
 	// LoadgenCores is the number of CPUs the load generator may use: its CPU
 	// budget per second.
 	LoadgenCores() int
+	// ProxyCores is the number of CPUs the proxy may use (its cpuset or its
+	// CPU limit): a step whose proxy used more is a measuring error. 0
+	// when there is no proxy or no bound.
+	ProxyCores() float64
 	// Teardown stops everything Deploy started.
 	Teardown() error
+}
+
+// ProxyCounter is implemented by deployments whose proxy counts the
+// requests it completed. The sweep samples it at the measured window's
+// edges to cross-check the load generator's count.
+type ProxyCounter interface {
+	// ProxyCompleted is the proxy's cumulative count of completed
+	// downstream requests.
+	ProxyCompleted() (int64, error)
 }
 
 // Usage is a sample of the proxy's resources. For the direct flavor (no

@@ -180,6 +180,14 @@ func (d *deployed) URL() string { return d.url }
 
 func (d *deployed) LoadgenCores() int { return max(d.kube.opts.Spec.Loadgen.Cores(), 1) }
 
+// ProxyCores is Envoy's CPU limit (requests equal limits, whole cores).
+func (d *deployed) ProxyCores() float64 {
+	if d.pod == nil {
+		return 0
+	}
+	return float64(d.kube.opts.Spec.Proxy.Cores())
+}
+
 // waitReady polls Envoy's admin /ready through the port-forward.
 func (d *deployed) waitReady(ctx context.Context, timeout time.Duration) error {
 	admin := d.control.URL(d.kube.opts.Spec.Ports.EnvoyAdmin) + "/ready"
@@ -204,8 +212,31 @@ func (d *deployed) waitReady(ctx context.Context, timeout time.Duration) error {
 }
 
 // RunLoad runs the step on the in-cluster Fortio against the data-plane
-// address and charges it the Fortio container's CPU.
+// address and charges it the Fortio container's CPU. A Fortio server
+// reports totals only, not each call: the warm-up is a run of its own, the
+// window's edges are marked around the measured run, and Result.Window is
+// nil (the sweep then judges the step on the proxy's own counters where
+// it has them, see package sweep).
 func (d *deployed) RunLoad(ctx context.Context, spec loadgen.Spec) (loadgen.Result, error) {
+	if spec.Warmup > 0 {
+		warm := spec
+		warm.Duration, warm.Warmup, warm.OnEdge = spec.Warmup, 0, nil
+		if _, err := d.runRemote(ctx, warm); err != nil && ctx.Err() != nil {
+			return loadgen.Result{}, ctx.Err()
+		}
+	}
+	spec.Warmup = 0
+	if spec.OnEdge != nil {
+		spec.OnEdge(loadgen.WindowStart)
+	}
+	res, err := d.runRemote(ctx, spec)
+	if spec.OnEdge != nil && err == nil {
+		spec.OnEdge(loadgen.WindowEnd)
+	}
+	return res, err
+}
+
+func (d *deployed) runRemote(ctx context.Context, spec loadgen.Spec) (loadgen.Result, error) {
 	rest, ok := strings.CutPrefix(spec.URL, d.url)
 	if !ok {
 		return loadgen.Result{}, fmt.Errorf("load URL %s is not under the deployment's URL %s", spec.URL, d.url)

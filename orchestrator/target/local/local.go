@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"time"
 
 	"github.com/wafsweep/wafsweep/orchestrator/backend"
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
@@ -256,6 +257,27 @@ type deployed struct {
 func (d *deployed) URL() string { return d.url }
 
 func (d *deployed) LoadgenCores() int { return len(d.local.opts.LoadgenCPUs) }
+
+// ProxyCores is the size of the proxy's cpuset: Envoy and nginx are pinned
+// to ProxyCPUs.
+func (d *deployed) ProxyCores() float64 {
+	if d.envoy == nil && d.nginx == nil {
+		return 0
+	}
+	return float64(len(d.local.opts.ProxyCPUs))
+}
+
+// ProxyCompleted reads Envoy's downstream_rq_completed from its admin
+// interface (nginx and the direct flavor have no such counter here).
+func (d *deployed) ProxyCompleted() (int64, error) {
+	if d.envoy == nil {
+		return -1, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	n, err := d.envoy.Counter(ctx, "http."+envoyconfig.HTTPStatPrefix+".downstream_rq_completed")
+	return int64(n), err
+}
 
 func (d *deployed) RunLoad(ctx context.Context, spec loadgen.Spec) (loadgen.Result, error) {
 	return loadgen.Run(ctx, spec)

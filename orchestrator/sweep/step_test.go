@@ -1,0 +1,111 @@
+package sweep
+
+import (
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wafsweep/wafsweep/orchestrator/dataset"
+	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
+	"github.com/wafsweep/wafsweep/orchestrator/target"
+)
+
+func TestWindowReasons(t *testing.T) {
+	base := dataset.StepRow{TargetRPS: 1000, WindowS: 20, Completed: 20000, ProxyCPUS: 10, ProxyCompleted: 20003, LoadgenRunDelayS: 0.1}
+	tests := []struct {
+		name   string
+		change func(*dataset.StepRow)
+		cores  float64
+		want   string // substring of the one reason, "" for none
+	}{
+		{"a proxy within its core", func(*dataset.StepRow) {}, 1, ""},
+		{"a proxy at exactly its core", func(r *dataset.StepRow) { r.ProxyCPUS = 20 }, 1, ""},
+		{"more CPU than one core has", func(r *dataset.StepRow) { r.ProxyCPUS = 30.7 }, 1, "proxy used 1.535 cores over the window, more than the 1"},
+		{"no bound known", func(r *dataset.StepRow) { r.ProxyCPUS = 30.7 }, 0, ""},
+		{"counters a few requests apart", func(r *dataset.StepRow) { r.ProxyCompleted = 20150 }, 1, ""},
+		{"counters apart", func(r *dataset.StepRow) { r.ProxyCompleted = 19000 }, 1, "proxy counted 19000 requests in the window, the load generator 20000"},
+		{"no proxy counter", func(r *dataset.StepRow) { r.ProxyCompleted = -1; r.Completed = 5 }, 1, ""},
+		{"a starved load generator", func(r *dataset.StepRow) { r.LoadgenRunDelayS = 2 }, 1, "load generator waited for a CPU 10% of the window"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			row := base
+			tc.change(&row)
+			got := windowReasons(row, tc.cores, 0.05)
+			switch {
+			case tc.want == "" && len(got) != 0:
+				t.Errorf("reasons %q, want none", got)
+			case tc.want != "" && (len(got) != 1 || !strings.Contains(got[0], tc.want)):
+				t.Errorf("reasons %q, want one containing %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// The step's counts come from the window, never from Fortio's totals,
+// which include the warm-up and the tail.
+func TestFillCountsTakesTheWindow(t *testing.T) {
+	start := time.Unix(100, 0)
+	edges := [2]edgeSample{{at: start, completed: 500}, {at: start.Add(10 * time.Second), completed: 1499}}
+	res := loadgen.Result{Completed: 1700, Non2xx: 9, SocketsOpened: 8, P99Ms: 1, Window: &loadgen.Window{
+		Start: start, End: start.Add(10 * time.Second), Scheduled: 1000.4,
+		Completed: 998, OK: 996, Non2xx: 1, SocketErrors: 1, Unsent: 2,
+		Corrected: loadgen.Latency{P50Ms: 2, P99Ms: 40}, Raw: loadgen.Latency{P50Ms: 1, P99Ms: 5},
+		Lateness: loadgen.Latency{P99Ms: 35}, RunDelaySeconds: 0.02,
+	}}
+	var row dataset.StepRow
+	fillCounts(&row, res, edges)
+	want := dataset.StepRow{
+		WindowS: 10, Scheduled: 1000, Completed: 998, Non2xx: 1, SocketErrors: 1, SocketsOpened: 8, AchievedRPS: 99.8,
+		P50Ms: 2, P99Ms: 40, P50RawMs: 1, P99RawMs: 5, SendLatenessP99Ms: 35, Unsent: 2, ProxyCompleted: 999, LoadgenRunDelayS: 0.02,
+	}
+	if !reflect.DeepEqual(row, want) {
+		t.Errorf("row\n%+v\nwant\n%+v", row, want)
+	}
+
+	// A remote load generator has totals only: they and the edges' times are
+	// all there is, and the proxy's counter still crosses them.
+	res.Window = nil
+	row = dataset.StepRow{}
+	fillCounts(&row, res, edges)
+	if row.Completed != 1700 || row.WindowS != 10 || row.P99Ms != 1 || row.ProxyCompleted != 999 {
+		t.Errorf("without a window: %+v", row)
+	}
+}
+
+var _ target.ProxyCounter = (*countingDeployment)(nil)
+
+// countingDeployment is a fake with a proxy counter, for the edge sampler.
+type countingDeployment struct {
+	deadDeployment
+	count int64
+	cpu   float64
+}
+
+func (c *countingDeployment) ProxyCompleted() (int64, error) { c.count += 100; return c.count, nil }
+func (c *countingDeployment) Usage() (target.Usage, error) {
+	c.cpu += 1.5
+	return target.Usage{ProxyCPUSeconds: c.cpu, BackendCPUSeconds: -1}, nil
+}
+
+func TestWindowEdgesSampleBothEdges(t *testing.T) {
+	d := &countingDeployment{}
+	edges := &windowEdges{deployed: d}
+	if _, err := edges.result(); err == nil {
+		t.Error("no edges sampled, no error")
+	}
+	edges.sample(loadgen.WindowStart)
+	edges.sample(loadgen.WindowEnd)
+	got, err := edges.result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].completed != 100 || got[1].completed != 200 || got[1].usage.ProxyCPUSeconds-got[0].usage.ProxyCPUSeconds != 1.5 {
+		t.Errorf("edges %+v", got)
+	}
+	if !got[1].at.After(got[0].at) || math.IsNaN(got[1].usage.ProxyCPUSeconds) {
+		t.Errorf("edge times %v, %v", got[0].at, got[1].at)
+	}
+}
