@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -73,10 +74,12 @@ const closeTimeout = 5 * time.Minute
 // kubeSweepOptions is sweepOptions for --target kind and kube: errs are the
 // problems found so far, reported together with the target's own.
 func (f sweepFlags) kubeSweepOptions(p plan.Plan, errs []error, root, resultsDir, rulesets, module string) (sweep.Options, error) {
+	v := versions(module)
 	id := f.sweepID
 	if id == "" && p.Validate() == nil {
 		var err error
-		id, err = sweepID(f.target, p)
+		// The flags name the cluster, the image and the CPU assignment.
+		id, err = sweepID(f.target, p, fmt.Sprintf("%+v", f.kube), buildIdentity(v))
 		errs = append(errs, err)
 	}
 	tgt, err := f.kube.target(f.target, id, root, module, os.Stderr)
@@ -86,6 +89,6 @@ func (f sweepFlags) kubeSweepOptions(p plan.Plan, errs []error, root, resultsDir
 	}
 	return sweep.Options{
 		Plan: p, Target: tgt, SweepID: id, OutDir: filepath.Join(resultsDir, id), RulesetsDir: rulesets,
-		CommandLine: os.Args, Versions: versions(module), Progress: os.Stderr,
+		CommandLine: os.Args, Versions: v, Progress: os.Stderr,
 	}, nil
 }

@@ -166,15 +166,29 @@ func setDur(dst *time.Duration, v time.Duration) {
 	}
 }
 
-// sweepID names the output directory after the plan, so running the same
-// command again finds and resumes it.
-func sweepID(target string, p plan.Plan) (string, error) {
-	b, err := json.Marshal(p)
+// sweepID names the output directory after everything that shapes its
+// numbers: the plan, and the identity of what is measured and where (the
+// builds' digests, the CPU assignment, the cluster). Running the same
+// command on the same builds finds and resumes the sweep; after a rebuild,
+// or on other CPUs, the same command starts a new one instead of mixing
+// two builds in one dataset.
+func sweepID(target string, p plan.Plan, identity ...any) (string, error) {
+	b, err := json.Marshal(struct {
+		Plan     plan.Plan
+		Identity []any
+	}{p, identity})
 	if err != nil {
 		return "", err
 	}
 	sum := sha256.Sum256(b)
 	return target + "-" + hex.EncodeToString(sum[:4]), nil
+}
+
+// buildIdentity is what of the versions identifies the measured builds:
+// not wafsweep's own commit, which changes with every documentation edit.
+func buildIdentity(v dataset.Versions) dataset.Versions {
+	v.WafsweepCommit = ""
+	return v
 }
 
 func cpuFlag(name, value string) ([]int, error) {
@@ -273,14 +287,15 @@ func (f sweepFlags) sweepOptions() (sweep.Options, error) {
 	if err := tgt.CheckModule(p); err != nil {
 		return sweep.Options{}, err
 	}
+	versions := localVersions(p, tgt)
 	id := f.sweepID
 	if id == "" {
-		if id, err = sweepID(tgt.Name(), p); err != nil {
+		if id, err = sweepID(tgt.Name(), p, tgt.Describe(), buildIdentity(versions)); err != nil {
 			return sweep.Options{}, err
 		}
 	}
 	return sweep.Options{
 		Plan: p, Target: tgt, SweepID: id, OutDir: filepath.Join(resultsDir, id), RulesetsDir: rulesets,
-		CommandLine: os.Args, Versions: localVersions(p, tgt), Progress: os.Stderr,
+		CommandLine: os.Args, Versions: versions, Progress: os.Stderr,
 	}, nil
 }

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
+	"github.com/wafsweep/wafsweep/orchestrator/target"
 )
 
 func TestFlagsBuildThePlan(t *testing.T) {
@@ -84,5 +86,37 @@ func TestSweepIDIsStableForTheSamePlan(t *testing.T) {
 	c, _ := sweepID("local", other)
 	if a != b || a == c || !strings.HasPrefix(a, "local-") {
 		t.Fatalf("ids %s %s %s", a, b, c)
+	}
+}
+
+// The same plan on another build, other CPUs or another cluster is another
+// sweep: resuming would mix two of them in one dataset.
+func TestSweepIDCoversWhatIsMeasuredAndWhere(t *testing.T) {
+	build := dataset.Versions{Module: "sha256:aaaa", Envoy: "1.40.0"}
+	cpus := target.Description{CoreAssignment: map[string]string{"proxy": "1", "loadgen": "0"}}
+	base, _ := sweepID("local", plan.Default(), cpus, buildIdentity(build))
+	rebuilt := build
+	rebuilt.Module = "sha256:bbbb"
+	otherCPUs := target.Description{CoreAssignment: map[string]string{"proxy": "0", "loadgen": "1"}}
+	recommitted := build
+	recommitted.WafsweepCommit = "abc123"
+	tests := []struct {
+		name string
+		id   func() (string, error)
+		same bool
+	}{
+		{"a module rebuild", func() (string, error) { return sweepID("local", plan.Default(), cpus, buildIdentity(rebuilt)) }, false},
+		{"another CPU assignment", func() (string, error) { return sweepID("local", plan.Default(), otherCPUs, buildIdentity(build)) }, false},
+		{"another target", func() (string, error) { return sweepID("kind", plan.Default(), cpus, buildIdentity(build)) }, false},
+		{"a wafsweep commit alone", func() (string, error) { return sweepID("local", plan.Default(), cpus, buildIdentity(recommitted)) }, true},
+	}
+	for _, tc := range tests {
+		id, err := tc.id()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (id == base) != tc.same {
+			t.Errorf("%s: id %s vs %s, same = %v, want %v", tc.name, id, base, id == base, tc.same)
+		}
 	}
 }
