@@ -60,6 +60,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	var sum [sha256.Size]byte
 	digest := hex.EncodeToString(sc.hasher.Sum(sum[:0]))
 
+	s.cost.spend()
 	s.requests.Add(1)
 	s.bodyBytes.Add(n)
 	// net/http builds a fresh Header map per request and never reuses it,

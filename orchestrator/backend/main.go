@@ -13,8 +13,8 @@ import (
 // Serve runs a backend on addr until ctx ends. started, if not nil, is
 // called once the listener is bound, e.g. to learn the port of
 // "127.0.0.1:0".
-func Serve(ctx context.Context, addr string, started func(*Server)) error {
-	s, err := Start(addr)
+func Serve(ctx context.Context, addr string, cost Cost, started func(*Server)) error {
+	s, err := StartWithCost(addr, cost)
 	if err != nil {
 		return err
 	}
@@ -38,6 +38,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	flags := flag.NewFlagSet("backend", flag.ContinueOnError)
 	flags.SetOutput(stderr)
 	listen := flags.String("listen", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks a free one)")
+	var cost Cost
+	flags.DurationVar(&cost.CPU, "cpu-per-request", 0, "CPU time to spend on every request (a calibration backend of known capacity)")
+	flags.DurationVar(&cost.Sleep, "sleep-per-request", 0, "time to sleep on every request (a calibration backend of known latency)")
 	if err := flags.Parse(args); err != nil {
 		return 2
 	}
@@ -45,7 +48,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "backend: unexpected arguments %q\n", flags.Args())
 		return 2
 	}
-	err := Serve(ctx, *listen, func(s *Server) {
+	err := Serve(ctx, *listen, cost, func(s *Server) {
 		fmt.Fprintf(stdout, "listening on %s\n", s.Addr())
 	})
 	if err != nil {

@@ -43,18 +43,25 @@ type Server struct {
 	closeOnce sync.Once
 	closeErr  error
 
+	cost      Cost
 	requests  atomic.Int64
 	bodyBytes atomic.Int64
 	recent    recentRing
 }
 
 // Start listens on addr (e.g. "127.0.0.1:0") and serves in the background.
-func Start(addr string) (*Server, error) {
+func Start(addr string) (*Server, error) { return StartWithCost(addr, Cost{}) }
+
+// StartWithCost is Start for a backend that does cost's work per request.
+func StartWithCost(addr string, cost Cost) (*Server, error) {
+	if err := cost.Validate(); err != nil {
+		return nil, err
+	}
 	listener, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("backend: listen on %s: %w", addr, err)
 	}
-	s := &Server{listener: listener, served: make(chan error, 1)}
+	s := &Server{listener: listener, served: make(chan error, 1), cost: cost}
 	s.http = &http.Server{
 		Handler:           http.HandlerFunc(s.handle),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -1,0 +1,79 @@
+package backend
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Cost is work the backend does for every request before it answers: a
+// calibration backend, whose capacity and latency are known, so that a
+// sweep of it (flavor direct) checks the harness against ground truth.
+//
+// CPU is spent on the handling thread's own CPU clock, not the wall clock:
+// pinned to one core, the backend serves at most 1/CPU requests per second
+// however many connections wait, and each request costs CPU of that core.
+// Sleep adds a fixed latency that costs no CPU.
+type Cost struct {
+	CPU   time.Duration
+	Sleep time.Duration
+}
+
+// IsZero reports the plain backend.
+func (c Cost) IsZero() bool { return c.CPU == 0 && c.Sleep == 0 }
+
+// Validate rejects negative costs.
+func (c Cost) Validate() error {
+	if c.CPU < 0 || c.Sleep < 0 {
+		return fmt.Errorf("backend cost %+v: durations must not be negative", c)
+	}
+	return nil
+}
+
+// String is the form the metadata records, e.g. "cpu=2ms sleep=0s".
+func (c Cost) String() string { return fmt.Sprintf("cpu=%s sleep=%s", c.CPU, c.Sleep) }
+
+// spend does the request's work.
+func (c Cost) spend() {
+	if c.CPU > 0 {
+		burnThreadCPU(c.CPU)
+	}
+	if c.Sleep > 0 {
+		time.Sleep(c.Sleep)
+	}
+}
+
+// burnThreadCPU spins until this thread has used d of CPU time. The
+// goroutine is locked to its thread so that the clock read is its own; a
+// thread preempted by another request's does not advance its clock.
+func burnThreadCPU(d time.Duration) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	start, err := threadCPU()
+	if err != nil {
+		busyWall(d) // no thread clock: the wall clock is the best left
+		return
+	}
+	for {
+		now, err := threadCPU()
+		if err != nil || now-start >= d {
+			return
+		}
+	}
+}
+
+func threadCPU() (time.Duration, error) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0, errors.Join(errors.New("backend: thread CPU clock"), err)
+	}
+	return time.Duration(ts.Nano()), nil
+}
+
+func busyWall(d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+	}
+}
