@@ -78,9 +78,15 @@ type StepRow struct {
 	// has no such counter.
 	ProxyCompleted int64
 
-	ProxyCPUS              float64 // proxy CPU seconds during the measured window
-	ProxyIdleCPUSPerS      float64 // proxy CPU seconds per second when idle
-	CoresPer1k             float64 // see the notes: idle-corrected, per 1,000 successful requests
+	ProxyCPUS         float64 // proxy CPU seconds during the measured window
+	ProxyIdleCPUSPerS float64 // proxy CPU seconds per second when idle
+	// CoresPer1k is CPU per 1,000 successful requests in the window, idle
+	// corrected: the proxy's, or for the direct flavor (no proxy) the
+	// backend's when it runs as its own process.
+	CoresPer1k float64
+	// BackendCPUS is the backend's CPU seconds during the window (NaN when
+	// it shares the load generator's process).
+	BackendCPUS            float64
 	ProxyRSSPeakMB         float64 // peak during the step
 	ProxyRSSLifetimePeakMB float64 // peak since the proxy started (rule compilation included)
 	LoadgenCPUS            float64
@@ -161,6 +167,7 @@ var stepSchema = schema[StepRow]{
 	floatCol("proxy_cpu_s", func(r *sr) *float64 { return &r.ProxyCPUS }),
 	floatCol("proxy_idle_cpu_s_per_s", func(r *sr) *float64 { return &r.ProxyIdleCPUSPerS }),
 	floatCol("cores_per_1k", func(r *sr) *float64 { return &r.CoresPer1k }),
+	floatCol("backend_cpu_s", func(r *sr) *float64 { return &r.BackendCPUS }),
 	floatCol("proxy_rss_peak_mb", func(r *sr) *float64 { return &r.ProxyRSSPeakMB }),
 	floatCol("proxy_rss_lifetime_peak_mb", func(r *sr) *float64 { return &r.ProxyRSSLifetimePeakMB }),
 	floatCol("loadgen_cpu_s", func(r *sr) *float64 { return &r.LoadgenCPUS }),

@@ -120,10 +120,10 @@ var descentScripts = []struct {
 			{1000, KindLadder, pass}, {1200, KindLadder, fail}, {1000, KindConfirm, fail},
 			{500, KindDescend, pass},
 			{750, KindBisect, pass}, // gap 500 > 125
-			{880, KindBisect, fail}, // gap 250 > 187.5; midpoint 875 -> 880
+			{900, KindBisect, fail}, // gap 250 > 187.5; midpoint 875 -> 900 (unit 50 <= half of 187.5)
 			{750, KindConfirm, pass},
 		},
-		want: Result{Done: true, Knee: 750, LowestFail: 880, Confirmed: true},
+		want: Result{Done: true, Knee: 750, LowestFail: 900, Confirmed: true},
 	},
 	{
 		name:   "without confirm the descent stops at the gap",
@@ -189,7 +189,7 @@ func TestGapToleranceAndMidpoint(t *testing.T) {
 		{250, 500, 62.5, 380},   // 375 rounds half up to 380
 		{120, 250, 30, 190},     // 185 -> 190
 		{60, 120, 15, 90},
-		{50, 60, 12.5, 60}, // 55 -> 60, the fail: the bisection cannot split this gap
+		{50, 60, 12.5, 55}, // unit 5: no larger than half the tolerance
 	}
 	for _, tt := range tests {
 		s, err := NewSearch(ladder, floorOpts())

@@ -294,14 +294,18 @@ func (s *Search) gapTolerance() float64 {
 	return math.Max(float64(s.opts.MinGap)*scale, s.opts.GapFraction*pass)
 }
 
-// midpoint of the highest pass and the lowest fail, rounded to the nearest
-// multiple of 50 (halves up) so bisected rates stay round numbers; below the
-// bottom of the ladder (after a descent) to the nearest multiple of 10, since
-// 50 RPS can be a large share of the rate there.
+// midpoint of the highest pass and the lowest fail, rounded to a round
+// unit (50, 10, 5 or 1 RPS) no larger than half the gap tolerance, so that
+// bisected rates stay round numbers without the rounding, rather than the
+// measurement, setting the knee's resolution.
 func (s *Search) midpoint() int {
-	unit := 50
-	if s.highestPass < s.ladder[0] {
-		unit = 10
+	half := s.gapTolerance() / 2
+	unit := 1
+	for _, u := range []int{50, 10, 5} {
+		if float64(u) <= half {
+			unit = u
+			break
+		}
 	}
 	return roundedMidpoint(s.highestPass, s.lowestFail, unit)
 }

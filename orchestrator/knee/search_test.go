@@ -155,12 +155,12 @@ func TestSearchScripts(t *testing.T) {
 			want:   Result{Done: true, Knee: 2000, LowestFail: 3000, Confirmed: true},
 		},
 		{
-			name:   "bisection stops when rounding to 50 cannot split the gap",
+			name:   "bisection rounds to a unit no larger than half the tolerance",
 			ladder: []int{1000, 1100},
-			opts:   Options{Confirm: true, MinGap: 1, GapFraction: 1e-9},
+			opts:   Options{Confirm: true, MinGap: 60, GapFraction: 1e-9},
 			script: []move{
 				{1000, KindLadder, pass}, {1100, KindLadder, fail},
-				{1050, KindBisect, pass}, // next midpoint rounds to 1100, the fail
+				{1050, KindBisect, pass}, // unit 10 (half of 60 is 30); then the gap 50 <= 60
 				{1050, KindConfirm, pass},
 			},
 			want: Result{Done: true, Knee: 1050, LowestFail: 1100, Confirmed: true},
@@ -247,10 +247,7 @@ func traceAgainst(t *testing.T, capacity int, opts Options) (Result, []move) {
 		}
 		switch kind {
 		case KindBisect:
-			unit := 50
-			if s.highestPass < ladder[0] {
-				unit = 10
-			}
+			unit := 5 // the smallest round unit a tolerance of 10 RPS or more allows
 			if rate%unit != 0 || rate <= s.highestPass || rate >= s.lowestFail {
 				t.Fatalf("capacity %d: bisect at %d outside (%d, %d) or not a multiple of %d", capacity, rate, s.highestPass, s.lowestFail, unit)
 			}

@@ -137,10 +137,14 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 }
 
 // KneeOptions are the knee search options of the plan: the reference method
-// with the plan's confirmation and descent floor.
+// with the plan's confirmation and descent floor, bisected to 5%.
 func (p Plan) KneeOptions() knee.Options {
 	o := knee.DefaultOptions()
 	o.Confirm, o.Floor = p.Confirm, p.FloorRPS
+	// Bisect to 5% at every rate (the revised definition): the absolute
+	// 250 RPS floor of the gap made every knee below a few thousand RPS
+	// coarser than the rounds' own spread.
+	o.MinGap = 1
 	return o
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/knee"
 	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
 	"github.com/wafsweep/wafsweep/orchestrator/target"
 )
 
@@ -132,8 +133,8 @@ func (c *configRun) newRow(rate int, kind knee.Kind) dataset.StepRow {
 		Scheduled: int64(math.Round(float64(rate) * c.opts.Plan.Measure.Seconds())),
 		P50Ms:     math.NaN(), P90Ms: math.NaN(), P99Ms: math.NaN(), P999Ms: math.NaN(), MaxMs: math.NaN(),
 		P50RawMs: math.NaN(), P99RawMs: math.NaN(), SendLatenessP99Ms: math.NaN(), ProxyCompleted: -1,
-		LoadgenRunDelayS: math.NaN(),
-		ProxyCPUS:        math.NaN(), CoresPer1k: math.NaN(), ProxyRSSPeakMB: math.NaN(), ProxyRSSLifetimePeakMB: math.NaN(),
+		LoadgenRunDelayS: math.NaN(), BackendCPUS: math.NaN(),
+		ProxyCPUS: math.NaN(), CoresPer1k: math.NaN(), ProxyRSSPeakMB: math.NaN(), ProxyRSSLifetimePeakMB: math.NaN(),
 		LoadgenCPUS: math.NaN(), LoadgenCPUFraction: math.NaN(), AchievedRPS: math.NaN(),
 		ProxyIdleCPUSPerS: c.idleCPUPS,
 	}
@@ -157,7 +158,16 @@ func (c *configRun) fill(row *dataset.StepRow, res loadgen.Result, edges [2]edge
 		row.LoadgenCPUFraction = res.LoadgenCPUSeconds / (run * float64(c.deployed.LoadgenCores()))
 	}
 	row.ProxyCPUS = after.ProxyCPUSeconds - before.ProxyCPUSeconds
-	if ok := row.Completed - row.Non2xx - row.SocketErrors; ok > 0 && after.ProxyPeakRSSBytes > 0 {
+	if before.BackendCPUSeconds >= 0 && after.BackendCPUSeconds >= 0 {
+		row.BackendCPUS = after.BackendCPUSeconds - before.BackendCPUSeconds
+	}
+	ok := row.Completed - row.Non2xx - row.SocketErrors
+	switch {
+	case ok <= 0:
+	case c.cfg.Flavor == plan.FlavorDirect && !math.IsNaN(row.BackendCPUS):
+		// No proxy: what the load generator meets is the backend.
+		row.CoresPer1k = 1000 * row.BackendCPUS / float64(ok)
+	case after.ProxyPeakRSSBytes > 0:
 		row.CoresPer1k = 1000 * (row.ProxyCPUS - c.idleCPUPS*window) / float64(ok)
 	}
 	if after.ProxyPeakRSSBytes > 0 {
@@ -165,7 +175,7 @@ func (c *configRun) fill(row *dataset.StepRow, res loadgen.Result, edges [2]edge
 		row.ProxyRSSLifetimePeakMB = mb(after.ProxyPeakRSSBytes)
 	}
 	row.ProxyRestarted = c.deployed.Restarted()
-	row.Reasons = invalidReasons(*row, res, before, after, c.opts.Plan.MaxLoadgenCPU)
+	row.Reasons = invalidReasons(*row, res, c.opts.Plan.MaxLoadgenCPU)
 	row.Reasons = append(row.Reasons, windowReasons(*row, c.deployed.ProxyCores(), c.opts.Plan.MaxLoadgenRunDelay)...)
 	if len(row.Reasons) > 0 {
 		row.Verdict = dataset.VerdictInvalid
@@ -245,7 +255,7 @@ func failReasons(s knee.Step) []string {
 // invalidReasons lists why a step says nothing about the proxy: the load
 // generator ran out of CPU, the proxy restarted, connections were re-opened
 // without errors explaining it, or the backend saturated.
-func invalidReasons(row dataset.StepRow, res loadgen.Result, before, after target.Usage, maxLoadgen float64) []string {
+func invalidReasons(row dataset.StepRow, res loadgen.Result, maxLoadgen float64) []string {
 	var reasons []string
 	if row.LoadgenCPUFraction > maxLoadgen {
 		reasons = append(reasons, fmt.Sprintf("load generator used %.0f%% of its CPU budget (limit %.0f%%)", 100*row.LoadgenCPUFraction, 100*maxLoadgen))
@@ -256,8 +266,10 @@ func invalidReasons(row dataset.StepRow, res loadgen.Result, before, after targe
 	if res.SocketsOpened > int64(row.Connections) && res.Non2xx == 0 && res.SocketErrors == 0 {
 		reasons = append(reasons, fmt.Sprintf("%d reconnects without errors", res.SocketsOpened-int64(row.Connections)))
 	}
-	if before.BackendCPUSeconds >= 0 && after.BackendCPUSeconds >= 0 && row.WindowS > 0 {
-		if busy := (after.BackendCPUSeconds - before.BackendCPUSeconds) / row.WindowS; busy > maxBackendCPU {
+	// The direct flavor measures the backend itself: its saturation is
+	// that flavor's knee, not a flaw of the measurement.
+	if row.Flavor != plan.FlavorDirect && !math.IsNaN(row.BackendCPUS) && row.WindowS > 0 {
+		if busy := row.BackendCPUS / row.WindowS; busy > maxBackendCPU {
 			reasons = append(reasons, fmt.Sprintf("backend saturated (%.0f%% of a core)", 100*busy))
 		}
 	}

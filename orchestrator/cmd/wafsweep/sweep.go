@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wafsweep/wafsweep/orchestrator/backend"
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
@@ -34,6 +35,7 @@ type sweepFlags struct {
 	sweepID, resultsDir, rulesets, module string
 	target                                string
 	proxyCPUs, loadgenCPUs, backendCPUs   string
+	backendCost                           backend.Cost
 	kube                                  kubeFlags
 }
 
@@ -62,6 +64,8 @@ func parseSweepFlags(args []string, stderr io.Writer) (sweepFlags, *flag.FlagSet
 	fs.StringVar(&f.proxyCPUs, "proxy-cpus", "", "CPUs of the proxy, e.g. 1 or 2-3 (default: the upper half)")
 	fs.StringVar(&f.loadgenCPUs, "loadgen-cpus", "", "CPUs of the load generator (default: the lower half)")
 	fs.StringVar(&f.backendCPUs, "backend-cpus", "", "CPUs of the backend (default: the load generator's)")
+	fs.DurationVar(&f.backendCost.CPU, "backend-cpu-per-request", 0, "local: a calibration backend that spends this CPU time per request (sweep it as direct on its own --backend-cpus: its capacity is known)")
+	fs.DurationVar(&f.backendCost.Sleep, "backend-sleep-per-request", 0, "local: a calibration backend that sleeps this long per request (its latency is known)")
 	if err := fs.Parse(args); err != nil {
 		return f, fs, err
 	}
@@ -263,6 +267,9 @@ func (f sweepFlags) sweepOptions() (sweep.Options, error) {
 	}
 	resultsDir, rulesets, module := def(f.resultsDir, "results"), def(f.rulesets, "rulesets"), def(f.module, "build/libcorazawaf.so")
 	if f.target == dataset.TargetKind || f.target == dataset.TargetKube {
+		if !f.backendCost.IsZero() {
+			errs = append(errs, errors.New("--backend-cpu-per-request and --backend-sleep-per-request: the calibration backend runs on the local target only"))
+		}
 		return f.kubeSweepOptions(p, errs, root, resultsDir, rulesets, module)
 	}
 	if f.target != "local" {
@@ -280,7 +287,7 @@ func (f sweepFlags) sweepOptions() (sweep.Options, error) {
 		return sweep.Options{}, err
 	}
 	tgt, err := local.New(local.Options{ModulePath: module, ProxyCPUs: proxy, LoadgenCPUs: loadgen, BackendCPUs: backendCPUs,
-		SharedCPUs: f.kube.allowSharedCPUs, BackendCommand: []string{self, "backend"}, PinSelf: true})
+		SharedCPUs: f.kube.allowSharedCPUs, BackendCommand: []string{self, "backend"}, BackendCost: f.backendCost, PinSelf: true})
 	if err != nil {
 		return sweep.Options{}, err
 	}

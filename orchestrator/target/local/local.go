@@ -44,6 +44,9 @@ type Options struct {
 	// [wafsweep backend]); it is given --listen ADDR. Empty runs the backend
 	// inside this process, sharing the load generator's CPUs (tests).
 	BackendCommand []string
+	// BackendCost makes the backend a calibration backend: it spends this
+	// much per request (see backend.Cost). Its CPUs must then be its own.
+	BackendCost backend.Cost
 	// PinSelf pins this process (the load generator) to LoadgenCPUs.
 	PinSelf bool
 	// Nginx is the nginx and ModSecurity connector of the
@@ -80,6 +83,15 @@ func New(opts Options) (*Local, error) {
 			if c < 0 || c >= n {
 				errs = append(errs, fmt.Errorf("--%s-cpus: CPU %d does not exist (this machine has 0-%d)", role, c, n-1))
 			}
+		}
+	}
+	if !opts.BackendCost.IsZero() {
+		if err := opts.BackendCost.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		if shared := sharedCPUs(opts.BackendCPUs, opts.LoadgenCPUs); len(shared) > 0 {
+			errs = append(errs, fmt.Errorf("a calibration backend shares CPUs %s with the load generator: give it its own with --backend-cpus, or its capacity is not known",
+				procstat.FormatCPUList(shared)))
 		}
 	}
 	if shared := sharedCPUs(opts.ProxyCPUs, opts.LoadgenCPUs); len(shared) > 0 && !opts.SharedCPUs {
@@ -130,6 +142,9 @@ func (l *Local) Describe() target.Description {
 		"loadgen": procstat.FormatCPUList(l.opts.LoadgenCPUs),
 		"backend": procstat.FormatCPUList(l.opts.BackendCPUs),
 	}}
+	if !l.opts.BackendCost.IsZero() {
+		d.Notes = append(d.Notes, "calibration backend: "+l.opts.BackendCost.String()+" per request")
+	}
 	if len(l.opts.BackendCommand) == 0 {
 		d.Notes = append(d.Notes, "backend ran inside the load generator's process: backend saturation is not checked")
 	}
@@ -335,12 +350,17 @@ func (b inProcessBackend) cpuSeconds() float64 { return -1 }
 func (b inProcessBackend) stop() error         { return b.s.Close() }
 
 func (l *Local) startBackend(ctx context.Context, runDir string) (runningBackend, error) {
+	cost := l.opts.BackendCost
 	if len(l.opts.BackendCommand) == 0 {
-		s, err := backend.Start("127.0.0.1:0")
+		s, err := backend.StartWithCost("127.0.0.1:0", cost)
 		if err != nil {
 			return nil, err
 		}
 		return inProcessBackend{s}, nil
 	}
-	return startBackendProcess(ctx, l.opts.BackendCommand, l.opts.BackendCPUs, runDir)
+	command := l.opts.BackendCommand
+	if !cost.IsZero() {
+		command = append(slices.Clone(command), "--cpu-per-request", cost.CPU.String(), "--sleep-per-request", cost.Sleep.String())
+	}
+	return startBackendProcess(ctx, command, l.opts.BackendCPUs, runDir)
 }
