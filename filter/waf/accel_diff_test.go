@@ -22,7 +22,7 @@ import (
 //	go test -tags corazawaf_accelerated -run TestAcceleratedVerdictsMatchStock \
 //	    ./filter/waf/ -args -accel.verdict-requests=100000
 var (
-	verdictRequests = flag.Int("accel.verdict-requests", 2500, "requests the differential verdict test generates per rule set")
+	verdictRequests = flag.Int("accel.verdict-requests", 2000, "requests the differential verdict test generates per rule set")
 	verdictSeed     = flag.Uint64("accel.verdict-seed", 1, "seed of the differential verdict test's corpus")
 	verdictTiers    = flag.String("accel.verdict-tiers", "full-crs,full-crs-pl4", "rule sets the differential verdict test compares (comma-separated)")
 )
