@@ -11,8 +11,8 @@
 // (ruleplan), compiles their Go expressions into one prefilter
 // (multimatch) and the other operators into exact matchers (operators).
 // It then puts generated rules at the start of phase 2: one collector per
-// transformation chain, which sees every value the chain's candidates see
-// and records which candidates match one, then a decider that removes, for
+// transformation chain (and multiMatch setting), which sees every value
+// the chain's candidates see and records which candidates match one, then a decider that removes, for
 // this transaction only, each candidate that matched nothing (Coraza's
 // RemoveRuleByID, reached by an interface assertion; without it, nothing is
 // removed and every rule runs). A prefilter hit is confirmed exactly (RE2
@@ -33,6 +33,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
 
 	"github.com/wafsweep/wafsweep/filter/accel/exact"
 	"github.com/wafsweep/wafsweep/filter/accel/literals"
@@ -115,6 +117,11 @@ type Accelerator struct {
 	unregister  func()
 	excluded    []ruleplan.Exclusion
 	buildTime   time.Duration
+	// observe, when set, sees every value a collector receives: the
+	// differential tests compare those values with what Coraza's own
+	// rules inspect. It is set before the first transaction and never
+	// in production.
+	observe func(tx plugintypes.TransactionState, collector int, value string)
 
 	runtime
 }
@@ -186,14 +193,22 @@ func New(opts Options) (*Accelerator, error) {
 	return a, nil
 }
 
-// plan groups the candidates the engine covers into collectors. A chain
-// that is a prefix of a longer one rides on the longer one's collector,
-// which then runs with multiMatch: it sees the value after every step of
-// its chain that changed it, so after every prefix chain too (a step that
-// changes nothing leaves the previous value, already seen). Fewer
-// collectors mean fewer passes over the values; multiMatch values skip
-// Coraza's transformation cache, whose lookups cost more than these
-// transformations.
+// plan groups the candidates the engine covers into collectors. A
+// collector must hand each of its candidates every value Coraza would
+// evaluate for it, so it follows the candidate's own semantics:
+//
+//   - Without multiMatch (most of CRS), a rule evaluates the value after
+//     its whole chain, every step applied. Coraza's multiMatch instead
+//     moves on to a step's output only when the transformation reports a
+//     change, and some report "unchanged" for a value they did change:
+//     htmlEntityDecode compares lengths ("&apos;" shrinks by five bytes
+//     what five "&nGt;" grow), removeWhitespace rewrites invalid UTF-8 as
+//     U+FFFD unreported. A multiMatch collector then never sees the
+//     decoded value. So these candidates get a collector of exactly their
+//     chain, without multiMatch, which Coraza evaluates as it would them.
+//   - With multiMatch, a rule evaluates the original value and each
+//     reported change: the first values of what any longer multiMatch
+//     chain it prefixes evaluates, so it rides on the longest such chain.
 func (a *Accelerator) plan() {
 	a.included = multimatch.NewBitset(len(a.candidates))
 	a.collectorOf = make([]int, len(a.candidates))
@@ -208,32 +223,16 @@ func (a *Accelerator) plan() {
 		}
 		covered = append(covered, i)
 	}
-	// The longest chains first: each becomes a collector unless it is a
-	// prefix of one already chosen.
+	// The longest chains first, so that a multiMatch chain finds the
+	// longer one it prefixes already chosen.
 	byLength := slices.Clone(covered)
 	slices.SortStableFunc(byLength, func(x, y int) int {
 		return len(a.candidates[y].Transformations) - len(a.candidates[x].Transformations)
 	})
 	for _, i := range byLength {
 		c := a.candidates[i]
-		n := -1
-		for k := range a.collectors {
-			if isPrefix(c.Transformations, a.collectors[k].transformations) {
-				n = k
-				break
-			}
-		}
-		if n < 0 {
-			n = len(a.collectors)
-			a.collectors = append(a.collectors, collector{transformations: c.Transformations})
-		}
+		n := a.collectorFor(c)
 		col := &a.collectors[n]
-		// Every collector runs with multiMatch: besides covering prefix
-		// chains, it skips Coraza's transformation cache, whose map
-		// lookups (one per prefix of the chain, per value) cost more than
-		// the transformations of benign values, which mostly change
-		// nothing and so add no value to scan.
-		col.multiMatch = true
 		col.candidates = append(col.candidates, i)
 		if a.engine.Direct[i] != nil {
 			col.direct = append(col.direct, i)
@@ -246,6 +245,21 @@ func (a *Accelerator) plan() {
 		slices.Sort(a.collectors[k].candidates)
 		slices.Sort(a.collectors[k].direct)
 	}
+}
+
+// collectorFor returns the collector that sees what candidate c sees,
+// adding one when none does (see plan).
+func (a *Accelerator) collectorFor(c ruleplan.Candidate) int {
+	for k, col := range a.collectors {
+		if col.multiMatch != c.MultiMatch || !isPrefix(c.Transformations, col.transformations) {
+			continue
+		}
+		if c.MultiMatch || len(c.Transformations) == len(col.transformations) {
+			return k
+		}
+	}
+	a.collectors = append(a.collectors, collector{transformations: c.Transformations, multiMatch: c.MultiMatch})
+	return len(a.collectors) - 1
 }
 
 // decideOperators gives the candidates that are not Go expressions (other

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/wafsweep/wafsweep/filter/accel/exact"
 	"github.com/wafsweep/wafsweep/filter/accel/multimatch"
+	"github.com/wafsweep/wafsweep/filter/internal/crscorpus"
 )
 
 // rules is a small rule set with two candidates (1001, 1002) and a rule
@@ -131,6 +133,42 @@ func TestPrefilterRemovesOnlyRulesThatCannotMatch(t *testing.T) {
 	checkDecisions(t, w, a, tests)
 	if n := stateCount(a); n != 0 {
 		t.Errorf("%d transaction states left behind", n)
+	}
+}
+
+// unreportedChangeRules pair each candidate without multiMatch with a
+// longer chain it prefixes: before collectors followed each candidate's
+// own semantics, both shared one multiMatch collector, which never saw
+// the values htmlEntityDecode and removeWhitespace change without saying
+// so.
+const unreportedChangeRules = `SecRuleEngine On
+SecRule ARGS "@rx (?i)'\)\s*;\s*alert\(" "id:3001,phase:2,deny,status:403,log,t:none,t:urlDecodeUni,t:htmlEntityDecode"
+SecRule ARGS "@rx nothing-here" "id:3002,phase:2,pass,log,t:none,t:urlDecodeUni,t:htmlEntityDecode,t:jsDecode"
+SecRule ARGS "@rx a` + "\uFFFD" + `b" "id:3003,phase:2,deny,status:403,log,t:none,t:removeWhitespace"
+SecRule ARGS "@rx nothing-here" "id:3004,phase:2,pass,log,t:none,t:removeWhitespace,t:lowercase"
+`
+
+// TestCandidatesSeeChangesTheirTransformationsDoNotReport holds the named
+// regression cases of the accelerator's transformation semantics.
+func TestCandidatesSeeChangesTheirTransformationsDoNotReport(t *testing.T) {
+	for _, engine := range []struct {
+		name string
+		f    EngineFactory
+	}{{"default", nil}, {"pure Go", PureGoEngine}} {
+		t.Run(engine.name, func(t *testing.T) {
+			w, a, _ := buildRules(t, Prefilter, engine.f, unreportedChangeRules, fstest.MapFS{})
+			checkDecisions(t, w, a, []decision{
+				// htmlEntityDecode keeps the length (the Envoy bypass):
+				// "&apos;" and "&#97;" shrink by nine bytes, nine "&nGt;"
+				// grow by nine.
+				{"q=" + url.QueryEscape(crscorpus.Bypass), 3001, 3},
+				// removeWhitespace turns the invalid byte into U+FFFD
+				// (the rule has the character itself: "\x{FFFD}" would
+				// make Coraza compile it as a byte expression).
+				{"q=a%FFb", 3003, 3},
+				{"q=hello", 0, 4},
+			})
+		})
 	}
 }
 

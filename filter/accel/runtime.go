@@ -107,6 +107,9 @@ func (a *Accelerator) inForce(i, level int) bool {
 
 // Collect implements plugin.Handler.
 func (a *Accelerator) Collect(tx plugintypes.TransactionState, collector int, value string) {
+	if a.observe != nil {
+		a.observe(tx, collector, value)
+	}
 	st := a.state(tx)
 	s, ok := st.memo[value]
 	if !ok {

@@ -2,8 +2,11 @@ package crs
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -11,6 +14,8 @@ import (
 	"time"
 
 	"github.com/coreruleset/go-ftw/v2/test"
+
+	"github.com/wafsweep/wafsweep/filter/internal/crscorpus"
 )
 
 // accelModuleEnv names the accelerated build (make test sets it).
@@ -169,4 +174,42 @@ func testIDs(suite []*test.FTWTest) map[string]bool {
 		ids[unit.Tests[0].IdString()] = true
 	}
 	return ids
+}
+
+// TestAcceleratedModuleBlocksTheEntityBypass is the request that went
+// through the accelerated module while the stock one blocked it (full CRS,
+// paranoia level 1, blocking): htmlEntityDecode keeps its length, which
+// Coraza reports as no change, and the accelerator's collector, then
+// multiMatch, never saw the decoded value.
+func TestAcceleratedModuleBlocksTheEntityBypass(t *testing.T) {
+	accelModule := os.Getenv(accelModuleEnv)
+	if accelModule == "" {
+		requireOrSkip(t, "$%s is not set", accelModuleEnv)
+	}
+	if _, err := os.Stat(accelModule); err != nil {
+		requireOrSkip(t, "no accelerated module at %s: %v", accelModule, err)
+	}
+	cfg, err := json.Marshal(map[string]any{"directives": []string{
+		"Include @coraza.conf", "SecRuleEngine On", "SecAuditEngine Off",
+		"Include @crs-setup.conf", "Include @owasp_crs/*.conf",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	upstream := startReflector(t)
+	target := "/search?q=" + url.QueryEscape(crscorpus.Bypass)
+	for _, module := range []string{modulePath(t), accelModule} {
+		p := startProxyWith(t, module, string(cfg), upstream)
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", p.port, target))
+		if err != nil {
+			t.Fatalf("%s: %v", module, err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s answers %d to the entity bypass, want 403", module, resp.StatusCode)
+		}
+		if err := p.envoy.Stop(); err != nil {
+			t.Errorf("stopping Envoy: %v", err)
+		}
+	}
 }

