@@ -41,6 +41,9 @@ type Plan struct {
 	// it something else runs on its CPUs, and its late sends (counted
 	// against latency) are not the proxy's doing.
 	MaxLoadgenRunDelay float64
+	// KneeResolution is the bisection's gap, a fraction of the highest
+	// passing rate: at most 0.05 (5%), at every rate.
+	KneeResolution float64
 	// P99SLO is the latency objective of the extra latency-based knee.
 	P99SLO time.Duration
 }
@@ -61,6 +64,7 @@ func Default() Plan {
 		Confirm:            true,
 		MaxLoadgenCPU:      0.70,
 		MaxLoadgenRunDelay: 0.05,
+		KneeResolution:     0.05,
 		P99SLO:             10 * time.Millisecond,
 	}
 }
@@ -81,6 +85,7 @@ type planJSON struct {
 	Confirm            bool     `json:"confirm"`
 	MaxLoadgenCPU      float64  `json:"max_loadgen_cpu"`
 	MaxLoadgenRunDelay float64  `json:"max_loadgen_run_delay"`
+	KneeResolution     float64  `json:"knee_resolution"`
 	P99SLO             string   `json:"p99_slo"`
 }
 
@@ -90,7 +95,7 @@ func (p Plan) MarshalJSON() ([]byte, error) {
 		Flavors: p.Flavors, Tiers: p.Tiers, Shapes: p.Shapes, Ladder: p.Ladder,
 		FloorRPS: p.FloorRPS, Connections: p.Connections,
 		Warmup: p.Warmup.String(), Measure: p.Measure.String(), Cooldown: p.Cooldown.String(),
-		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenRunDelay: p.MaxLoadgenRunDelay,
+		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenRunDelay: p.MaxLoadgenRunDelay, KneeResolution: p.KneeResolution,
 		P99SLO: p.P99SLO.String(),
 	})
 }
@@ -105,7 +110,7 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 		Shapes: slices.Clone(p.Shapes), Ladder: slices.Clone(p.Ladder),
 		FloorRPS: p.FloorRPS, Connections: p.Connections,
 		Warmup: p.Warmup.String(), Measure: p.Measure.String(), Cooldown: p.Cooldown.String(),
-		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenRunDelay: p.MaxLoadgenRunDelay,
+		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenRunDelay: p.MaxLoadgenRunDelay, KneeResolution: p.KneeResolution,
 		P99SLO: p.P99SLO.String(),
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -132,19 +137,20 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 	}
 	p.Flavors, p.Tiers, p.Shapes, p.Ladder, p.FloorRPS = f.Flavors, f.Tiers, f.Shapes, f.Ladder, f.FloorRPS
 	p.Connections, p.Rounds, p.Confirm = f.Connections, f.Rounds, f.Confirm
-	p.MaxLoadgenCPU, p.MaxLoadgenRunDelay = f.MaxLoadgenCPU, f.MaxLoadgenRunDelay
+	p.MaxLoadgenCPU, p.MaxLoadgenRunDelay, p.KneeResolution = f.MaxLoadgenCPU, f.MaxLoadgenRunDelay, f.KneeResolution
 	return nil
 }
 
 // KneeOptions are the knee search options of the plan: the reference method
-// with the plan's confirmation and descent floor, bisected to 5%.
+// with the plan's confirmation and descent floor, bisected to the plan's
+// resolution.
 func (p Plan) KneeOptions() knee.Options {
 	o := knee.DefaultOptions()
 	o.Confirm, o.Floor = p.Confirm, p.FloorRPS
-	// Bisect to 5% at every rate (the revised definition): the absolute
+	// Bisect to KneeResolution (at most 5%) at every rate: the absolute
 	// 250 RPS floor of the gap made every knee below a few thousand RPS
 	// coarser than the rounds' own spread.
-	o.MinGap = 1
+	o.MinGap, o.GapFraction = 1, p.KneeResolution
 	return o
 }
 

@@ -124,6 +124,9 @@ func (p Plan) checkRun() []error {
 	if !(p.MaxLoadgenCPU > 0 && p.MaxLoadgenCPU <= 1) {
 		errs = append(errs, fmt.Errorf("max_loadgen_cpu = %g: use a fraction in (0, 1], e.g. 0.70", p.MaxLoadgenCPU))
 	}
+	if !(p.KneeResolution >= 0.005 && p.KneeResolution <= 0.05) {
+		errs = append(errs, fmt.Errorf("knee_resolution = %g: use a fraction in [0.005, 0.05] (5%% is the reference)", p.KneeResolution))
+	}
 	if !(p.MaxLoadgenRunDelay > 0 && p.MaxLoadgenRunDelay <= 1) {
 		errs = append(errs, fmt.Errorf("max_loadgen_run_delay = %g: use a fraction in (0, 1], e.g. 0.05", p.MaxLoadgenRunDelay))
 	}

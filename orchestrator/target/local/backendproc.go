@@ -33,6 +33,10 @@ func startBackendProcess(ctx context.Context, command []string, cpus []int, runD
 	cmd := exec.Command(command[0], args...)
 	// The backend dies with the sweep, even on SIGKILL.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// The process is pinned after it starts, too late for the Go runtime
+	// to size itself by its CPUs: idle Ps spinning for work on the one
+	// CPU the backend has would be charged to every request.
+	cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(max(len(cpus), 1)))
 	logFile, err := os.Create(filepath.Join(runDir, "backend.log"))
 	if err != nil {
 		return nil, err

@@ -1,0 +1,233 @@
+package sweep
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/wafsweep/wafsweep/orchestrator/backend"
+	"github.com/wafsweep/wafsweep/orchestrator/dataset"
+	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
+	"github.com/wafsweep/wafsweep/orchestrator/procstat"
+	"github.com/wafsweep/wafsweep/orchestrator/target/local"
+)
+
+// backendHelperEnv makes this test binary serve as `wafsweep backend`: the
+// calibration tests need the backend as a process of its own, pinned to its
+// own CPU, as a sweep runs it.
+const backendHelperEnv = "WAFSWEEP_TEST_BACKEND_HELPER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(backendHelperEnv) == "1" {
+		os.Exit(backend.Main(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// Ground truth on the machine's two CPUs: the load generator on CPU 0, the
+// measured process (the calibration backend, or Envoy) alone on CPU 1.
+const (
+	loadgenCPU  = 0
+	measuredCPU = 1
+)
+
+// groundTruthTarget is the local target with the calibration backend (or
+// the plain one, cost zero) as its own process on backendCPU.
+func groundTruthTarget(t *testing.T, cost backend.Cost, backendCPU int) *local.Local {
+	t.Helper()
+	if runtime.NumCPU() < 2 {
+		t.Skip("ground truth needs two CPUs: one for the load generator, one for what it measures")
+	}
+	t.Setenv(backendHelperEnv, "1")
+	before, err := envoyproc.Affinity(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = procstat.PinProcess(os.Getpid(), before) })
+	tgt, err := local.New(local.Options{
+		ModulePath:  moduleForTests(t),
+		ProxyCPUs:   []int{measuredCPU},
+		LoadgenCPUs: []int{loadgenCPU},
+		BackendCPUs: []int{backendCPU}, BackendCommand: []string{os.Args[0]}, BackendCost: cost,
+		PinSelf: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tgt
+}
+
+func moduleForTests(t *testing.T) string {
+	root, err := envoyproc.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := os.Getenv("CORAZAWAF_MODULE"); m != "" {
+		return m
+	}
+	return filepath.Join(root, "build", "libcorazawaf.so")
+}
+
+func groundTruthPlan(flavor string, ladder ...int) plan.Plan {
+	p := plan.Default()
+	p.Flavors, p.Tiers, p.Shapes, p.Ladder = []string{flavor}, []string{plan.TierHeadersOnly}, []string{plan.ShapeGet}, ladder
+	p.Warmup, p.Measure, p.Cooldown = time.Second, 4*time.Second, 0
+	p.FloorRPS, p.Confirm = 0, true
+	return p
+}
+
+func sweepSteps(t *testing.T, p plan.Plan, tgt *local.Local) []dataset.StepRow {
+	t.Helper()
+	root, err := envoyproc.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	opts := Options{Plan: p, Target: tgt, SweepID: "groundtruth", OutDir: out, RulesetsDir: filepath.Join(root, "rulesets"),
+		CommandLine: []string{"wafsweep", "sweep", "(test)"}}
+	if err := Run(t.Context(), opts); err != nil {
+		t.Fatal(err)
+	}
+	steps, err := dataset.ReadSteps(filepath.Join(out, StepsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range steps {
+		t.Logf("%4d RPS %-7s achieved %7.1f, p50 %7.2f ms, p99 %7.2f ms (raw %6.2f), %.3f cores per 1k, backend %.2f s, %v",
+			s.TargetRPS, s.Verdict, s.AchievedRPS, s.P50Ms, s.P99Ms, s.P99RawMs, s.CoresPer1k, s.BackendCPUS, s.Reasons)
+	}
+	return steps
+}
+
+func kneeOf(t *testing.T, p plan.Plan, steps []dataset.StepRow) (knee, lowestFail int) {
+	t.Helper()
+	knees, err := dataset.BuildKnees(steps, p.Ladder, p.KneeOptions(), float64(p.P99SLO.Milliseconds()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range knees {
+		if k.Round == dataset.AllRounds {
+			if k.Invalid || k.Censored != dataset.CensoredNone {
+				t.Fatalf("knee not found: %+v", k)
+			}
+			return k.KneeRPS, k.LowestFailRPS
+		}
+	}
+	t.Fatal("no knee row")
+	return 0, 0
+}
+
+// A backend that spends a known CPU time per request on one core has a known
+// capacity, 1/cost, and costs a known number of cores per 1k RPS. Swept as
+// the direct flavor, the harness must find both within 5%, and above the
+// capacity a queue that grows as a fluid model of it says.
+func TestCalibrationFindsTheKnownCapacityAndCost(t *testing.T) {
+	requireE2E(t)
+	const cost = 4 * time.Millisecond // capacity 250 RPS on one core
+	known := float64(time.Second) / float64(cost)
+	tgt := groundTruthTarget(t, backend.Cost{CPU: cost}, measuredCPU)
+	p := groundTruthPlan(plan.FlavorDirect, 100, 200, 400)
+	// Finer than the reference 5%, so that the bisection's own resolution
+	// does not use up the tolerance the harness is checked against.
+	p.KneeResolution = 0.02
+	steps := sweepSteps(t, p, tgt)
+	kneeRPS, lowestFail := kneeOf(t, p, steps)
+	if math.Abs(float64(kneeRPS)-known) > 0.05*known || float64(lowestFail) < known*0.98 {
+		t.Errorf("knee %d RPS, lowest fail %d: want the known capacity %.0f RPS within 5%%", kneeRPS, lowestFail, known)
+	}
+	// At the knee the backend is busy: what it spends is the burn plus its
+	// HTTP handling. (At low rates every request also pays for waking an
+	// idle process up, which the dataset shows and this bound would not.)
+	wantCores := float64(cost) / float64(time.Second) * 1000 // 4 cores per 1k RPS
+	for _, s := range steps {
+		if s.TargetRPS != kneeRPS || s.Verdict != dataset.VerdictPass {
+			continue
+		}
+		if math.Abs(s.CoresPer1k-wantCores) > 0.05*wantCores {
+			t.Errorf("at the knee, %d RPS: %.3f cores per 1k RPS, want the known %.1f within 5%%", s.TargetRPS, s.CoresPer1k, wantCores)
+		}
+	}
+	// Above capacity every connection is busy and completions run at the
+	// capacity C, so the call intended at time t (from the run's start)
+	// completes near t*R/C: corrected latency t*(R/C - 1). Over a window
+	// from W to W+T the median intended time is about W + T/2.
+	for _, s := range steps {
+		if s.TargetRPS != 400 {
+			continue
+		}
+		capacity := s.AchievedRPS
+		model := (s.WarmupS + s.MeasureS/2) * (float64(s.TargetRPS)/capacity - 1) * 1000
+		if s.Verdict != dataset.VerdictFail || math.Abs(s.P50Ms-model) > 0.3*model || s.P50RawMs > s.P50Ms/3 {
+			t.Errorf("at 400 RPS (%s): corrected p50 %.0f ms, raw %.0f ms; the fluid model says %.0f ms", s.Verdict, s.P50Ms, s.P50RawMs, model)
+		}
+		if math.Abs(capacity-known) > 0.05*known {
+			t.Errorf("overloaded, the window achieved %.1f RPS: want the capacity %.0f within 5%%", capacity, known)
+		}
+	}
+}
+
+// A backend that sleeps a known time per request has a known latency: below
+// capacity the corrected p50 and p99 must be it within 5%.
+func TestCalibrationFindsTheKnownLatency(t *testing.T) {
+	requireE2E(t)
+	const sleep = 50 * time.Millisecond
+	tgt := groundTruthTarget(t, backend.Cost{Sleep: sleep}, measuredCPU)
+	p := groundTruthPlan(plan.FlavorDirect, 50)
+	steps := sweepSteps(t, p, tgt)
+	known := float64(sleep) / float64(time.Millisecond)
+	for _, s := range steps {
+		if s.Verdict != dataset.VerdictPass {
+			t.Errorf("at %d RPS: %s %v", s.TargetRPS, s.Verdict, s.Reasons)
+		}
+		for name, got := range map[string]float64{"p50": s.P50Ms, "p99": s.P99Ms} {
+			if got < known || got > known*1.05 {
+				t.Errorf("at %d RPS: corrected %s %.2f ms, want the known %.0f ms within 5%%", s.TargetRPS, name, got, known)
+			}
+		}
+	}
+}
+
+// A proxy pinned to one CPU can never have used more than one core over a
+// window, however hard it is driven: the CPU is read at the window's edges,
+// not around the dial, the warm-up and the drain.
+func TestOneCoreProxyNeverReportsMoreThanOneCore(t *testing.T) {
+	requireE2E(t)
+	tgt := groundTruthTarget(t, backend.Cost{}, loadgenCPU) // Envoy alone on its CPU
+	p := groundTruthPlan(plan.FlavorEnvoy, 40000)           // far beyond one core
+	p.Confirm = false
+	p.Measure = 3 * time.Second
+	steps := sweepSteps(t, p, tgt)
+	if len(steps) == 0 {
+		t.Fatal("no steps")
+	}
+	sort.Slice(steps, func(i, j int) bool { return steps[i].Seq < steps[j].Seq })
+	for _, s := range steps {
+		cores := s.ProxyCPUS / s.WindowS
+		if cores > 1.01 {
+			t.Errorf("at %d RPS: Envoy on one CPU used %.3f cores over the window", s.TargetRPS, cores)
+		}
+		// Unless the load generator itself was starved (flagged), the
+		// overload must have kept Envoy busy: else the bound says nothing.
+		if starved := s.LoadgenRunDelayS/s.WindowS > p.MaxLoadgenRunDelay; !starved && cores < 0.5 {
+			t.Errorf("at %d RPS: Envoy used only %.3f cores: the step did not load it", s.TargetRPS, cores)
+		}
+		if ok := float64(s.Completed - s.Non2xx - s.SocketErrors); s.CoresPer1k*ok/1000/s.WindowS > 1.01 {
+			t.Errorf("at %d RPS: cores per 1k RPS %.4f times %.0f RPS is more than one core", s.TargetRPS, s.CoresPer1k, ok/s.WindowS)
+		}
+	}
+}
+
+func requireE2E(t *testing.T) {
+	t.Helper()
+	if _, err := envoyproc.FindBinary(); err != nil {
+		if os.Getenv("WAFSWEEP_E2E") == "required" {
+			t.Fatalf("real Envoy needed: %v", err)
+		}
+		t.Skipf("real Envoy needed (make test builds it): %v", err)
+	}
+}
