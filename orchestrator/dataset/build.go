@@ -29,7 +29,7 @@ import (
 // highest when below). A search that never finished (interrupted sweep) is
 // reported invalid.
 func BuildKnees(steps []StepRow, ladder []int, opts knee.Options, sloMs float64) ([]KneeRow, error) {
-	order, searches := groupSearches(steps)
+	order, searches := groupSearches(CapacitySteps(steps))
 	var roundRows []KneeRow
 	for _, key := range order {
 		rows := searches[key]

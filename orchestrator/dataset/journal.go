@@ -86,12 +86,7 @@ func (j *Journal) Steps(round int, configID string) []StepRow {
 
 // KneeSteps is Steps as knee steps, ready for knee.Replay.
 func (j *Journal) KneeSteps(round int, configID string) []knee.Step {
-	rows := j.Steps(round, configID)
-	steps := make([]knee.Step, len(rows))
-	for i, r := range rows {
-		steps[i] = r.KneeStep()
-	}
-	return steps
+	return kneeSteps(CapacitySteps(j.Steps(round, configID)))
 }
 
 // Rows returns every recorded step in file order.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 )
 
@@ -66,16 +67,16 @@ type KneeRow struct {
 type kr = KneeRow
 
 // roundCol writes AllRounds as "all".
-func roundCol(name string, field func(*kr) *int) column[kr] {
+func roundCol[T any](name string, field func(*T) *int) column[T] {
 	c := intCol(name, field)
 	get, set := c.get, c.set
-	c.get = func(r *kr) string {
+	c.get = func(r *T) string {
 		if *field(r) == AllRounds {
 			return "all"
 		}
 		return get(r)
 	}
-	c.set = func(r *kr, v string) error {
+	c.set = func(r *T, v string) error {
 		if v == "all" {
 			*field(r) = AllRounds
 			return nil
@@ -121,13 +122,23 @@ func KneesHeader() []string { return kneeSchema.header() }
 
 // WriteKnees replaces path with the rows, atomically.
 func WriteKnees(path string, rows []KneeRow) error {
+	return writeCSVFile(path, kneeSchema, rows)
+}
+
+// ReadKnees reads knees.csv, checking the header and naming bad lines.
+func ReadKnees(path string) ([]KneeRow, error) {
+	return readCSVFile(path, kneeSchema)
+}
+
+// writeCSVFile replaces path with a header and the rows, atomically.
+func writeCSVFile[T any](path string, s schema[T], rows []T) error {
 	return writeFileAtomic(path, func(w io.Writer) error {
 		cw := csv.NewWriter(w)
-		if err := cw.Write(kneeSchema.header()); err != nil {
+		if err := cw.Write(s.header()); err != nil {
 			return err
 		}
 		for i := range rows {
-			if err := cw.Write(kneeSchema.encode(&rows[i])); err != nil {
+			if err := cw.Write(s.encode(&rows[i])); err != nil {
 				return err
 			}
 		}
@@ -136,18 +147,14 @@ func WriteKnees(path string, rows []KneeRow) error {
 	})
 }
 
-// ReadKnees reads knees.csv, checking the header and naming bad lines.
-func ReadKnees(path string) ([]KneeRow, error) {
+// readCSVFile reads a whole file of the schema.
+func readCSVFile[T any](path string, s schema[T]) ([]T, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read knees: %w", err)
+		return nil, fmt.Errorf("read %s: %w", filepath.Base(path), err)
 	}
-	var rows []KneeRow
-	err = readCSV(data, kneeSchema, func(row KneeRow, _ int) error {
-		rows = append(rows, row)
-		return nil
-	})
-	if err != nil {
+	var rows []T
+	if err := readCSV(data, s, func(row T, _ int) error { rows = append(rows, row); return nil }); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return rows, nil

@@ -42,8 +42,11 @@ type StepRow struct {
 	Shape       string
 	ShapeBytes  int
 	ShapeFields int
-	Seq         int    // index of the step within its config's search in this round, from 0
+	Seq         int    // index of the step within its config's searches in this round, from 0
 	Kind        string // knee.Kind: ladder, descend, bisect, confirm, retry
+	// SLOMs names the search the step belongs to: 0 for the capacity
+	// knee's, else the p99 objective (ms) whose highest rate it searches.
+	SLOMs       float64
 	TargetRPS   int
 	Connections int
 	WarmupS     float64
@@ -101,9 +104,25 @@ type StepRow struct {
 	RawFile string   // Fortio JSON, relative to the sweep directory
 }
 
-// KneeStep is the row as the knee search sees it (used to replay a search).
+// IsCapacity reports a step of the capacity knee's search.
+func (r StepRow) IsCapacity() bool { return r.SLOMs == 0 }
+
+// CapacitySteps keeps the rows of the capacity knee's search.
+func CapacitySteps(rows []StepRow) []StepRow {
+	var out []StepRow
+	for _, r := range rows {
+		if r.IsCapacity() {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// KneeStep is the row as the knee search sees it (used to replay a search):
+// an SLO search's row passes only within its objective.
 func (r StepRow) KneeStep() knee.Step {
 	return knee.Step{
+		MaxP99Ms: r.SLOMs, P99Ms: r.P99Ms,
 		Target:         r.TargetRPS,
 		Scheduled:      r.Scheduled,
 		Completed:      r.Completed,
@@ -140,6 +159,7 @@ var stepSchema = schema[StepRow]{
 	intCol("shape_fields", func(r *sr) *int { return &r.ShapeFields }),
 	intCol("seq", func(r *sr) *int { return &r.Seq }),
 	strCol("kind", func(r *sr) *string { return &r.Kind }),
+	floatCol("slo_ms", func(r *sr) *float64 { return &r.SLOMs }),
 	intCol("target_rps", func(r *sr) *int { return &r.TargetRPS }),
 	intCol("connections", func(r *sr) *int { return &r.Connections }),
 	floatCol("warmup_s", func(r *sr) *float64 { return &r.WarmupS }),

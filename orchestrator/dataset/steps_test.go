@@ -14,7 +14,7 @@ import (
 func TestStepsHeaderIsTheDeclaredSchema(t *testing.T) {
 	want := []string{
 		"sweep_id", "round", "config_id", "flavor", "tier", "shape", "shape_bytes", "shape_fields",
-		"seq", "kind", "target_rps", "connections", "warmup_s", "measure_s", "started_at",
+		"seq", "kind", "slo_ms", "target_rps", "connections", "warmup_s", "measure_s", "started_at",
 		"window_s", "scheduled", "completed", "completion", "non2xx", "socket_errors", "sockets_opened",
 		"error_ratio", "achieved_rps", "p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms",
 		"p50_raw_ms", "p99_raw_ms", "send_lateness_p99_ms", "unsent", "proxy_completed",
@@ -38,7 +38,7 @@ func TestStepsHeaderIsTheDeclaredSchema(t *testing.T) {
 func fullRow(round int, configID string, seq int) StepRow {
 	return StepRow{
 		SweepID: "sw-1", Round: round, ConfigID: configID, Flavor: "waf", Tier: "full-crs", Shape: "json_1k",
-		ShapeBytes: 1022, ShapeFields: 21, Seq: seq, Kind: "bisect", TargetRPS: 2500 + seq, Connections: 64,
+		ShapeBytes: 1022, ShapeFields: 21, Seq: seq, Kind: "bisect", SLOMs: 50, TargetRPS: 2500 + seq, Connections: 64,
 		WarmupS: 5, MeasureS: 20, StartedAt: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
 		Scheduled: 49984, Completed: 49900, Completion: 0.9983194622279129, Non2xx: 3, SocketErrors: 1,
 		SocketsOpened: 67, ErrorRatio: 0.00008016032064128257, AchievedRPS: 2495.1,
@@ -185,10 +185,10 @@ func TestReadStepsErrors(t *testing.T) {
 		data string
 		want string
 	}{
-		{"renamed column", strings.Replace(header, "target_rps", "rps", 1) + "\n", `line 1: header column 11 is "rps", want "target_rps"`},
-		{"missing column", strings.TrimSuffix(header, ",raw_file") + "\n", `line 1: header ends before column 47 "raw_file"`},
+		{"renamed column", strings.Replace(header, "target_rps", "rps", 1) + "\n", `line 1: header column 12 is "rps", want "target_rps"`},
+		{"missing column", strings.TrimSuffix(header, ",raw_file") + "\n", `line 1: header ends before column 48 "raw_file"`},
 		{"bad number", good.String() + strings.Replace(string(line), ",2500,", ",fast,", 1), "line 3: column target_rps"},
-		{"short row", good.String() + "sw-1,0,c\n", "line 3: 3 fields, want 47"},
+		{"short row", good.String() + "sw-1,0,c\n", "line 3: 3 fields, want 48"},
 		{"duplicate", good.String() + string(line), "line 3: duplicate step (round 0, config c, seq 0), first on line 2"},
 	}
 	for _, tt := range tests {

@@ -16,6 +16,10 @@ type Step struct {
 	// neither pass nor fail.
 	Invalid        bool
 	InvalidReasons []string
+	// MaxP99Ms, when positive, makes the step a latency objective's: it
+	// passes only if its p99 (corrected for coordinated omission) is
+	// within it as well. P99Ms is that p99; NaN counts as over.
+	MaxP99Ms, P99Ms float64
 }
 
 // Completion is completed/scheduled, 0 when nothing was scheduled.
@@ -35,7 +39,13 @@ func (s Step) ErrorRatio() float64 {
 	return float64(s.Errors) / float64(s.Completed)
 }
 
-// Passed reports whether the step sustained its target rate.
+// Passed reports whether the step sustained its target rate (within its
+// latency objective, when it has one).
 func (s Step) Passed() bool {
-	return !s.Invalid && s.Completion() >= MinCompletion && s.ErrorRatio() <= MaxErrorRatio
+	return !s.Invalid && s.Completion() >= MinCompletion && s.ErrorRatio() <= MaxErrorRatio && s.withinObjective()
+}
+
+// withinObjective is true without an objective; a NaN p99 is never within.
+func (s Step) withinObjective() bool {
+	return s.MaxP99Ms <= 0 || s.P99Ms <= s.MaxP99Ms
 }

@@ -1,6 +1,9 @@
 package knee
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 func TestStepVerdict(t *testing.T) {
 	tests := []struct {
@@ -18,6 +21,10 @@ func TestStepVerdict(t *testing.T) {
 		{"nothing completed", Step{Scheduled: 1000}, 0, 1, false},
 		{"nothing scheduled", Step{Completed: 10}, 0, 0, false},
 		{"invalid despite good numbers", Step{Scheduled: 1000, Completed: 1000, Invalid: true}, 1, 0, false},
+		{"within its latency objective", Step{Scheduled: 1000, Completed: 1000, MaxP99Ms: 50, P99Ms: 50}, 1, 0, true},
+		{"over its latency objective", Step{Scheduled: 1000, Completed: 1000, MaxP99Ms: 50, P99Ms: 50.1}, 1, 0, false},
+		{"latency not measured", Step{Scheduled: 1000, Completed: 1000, MaxP99Ms: 50, P99Ms: math.NaN()}, 1, 0, false},
+		{"no objective, any latency", Step{Scheduled: 1000, Completed: 1000, P99Ms: 9000}, 1, 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -46,6 +46,10 @@ type Plan struct {
 	KneeResolution float64
 	// P99SLO is the latency objective of the extra latency-based knee.
 	P99SLO time.Duration
+	// SLOs are the p99 objectives whose highest sustainable rate each
+	// configuration is searched for (see dataset.SLOSearches); none turns
+	// the SLO searches off.
+	SLOs []time.Duration
 }
 
 // Default is the reference methodology of the notes.
@@ -66,6 +70,7 @@ func Default() Plan {
 		MaxLoadgenRunDelay: 0.05,
 		KneeResolution:     0.05,
 		P99SLO:             10 * time.Millisecond,
+		SLOs:               []time.Duration{10 * time.Millisecond, 50 * time.Millisecond, 250 * time.Millisecond},
 	}
 }
 
@@ -87,6 +92,7 @@ type planJSON struct {
 	MaxLoadgenRunDelay float64  `json:"max_loadgen_run_delay"`
 	KneeResolution     float64  `json:"knee_resolution"`
 	P99SLO             string   `json:"p99_slo"`
+	SLOs               []string `json:"slos"`
 }
 
 // MarshalJSON writes the plan file form.
@@ -96,7 +102,7 @@ func (p Plan) MarshalJSON() ([]byte, error) {
 		FloorRPS: p.FloorRPS, Connections: p.Connections,
 		Warmup: p.Warmup.String(), Measure: p.Measure.String(), Cooldown: p.Cooldown.String(),
 		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenRunDelay: p.MaxLoadgenRunDelay, KneeResolution: p.KneeResolution,
-		P99SLO: p.P99SLO.String(),
+		P99SLO: p.P99SLO.String(), SLOs: durationStrings(p.SLOs),
 	})
 }
 
@@ -111,7 +117,7 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 		FloorRPS: p.FloorRPS, Connections: p.Connections,
 		Warmup: p.Warmup.String(), Measure: p.Measure.String(), Cooldown: p.Cooldown.String(),
 		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenRunDelay: p.MaxLoadgenRunDelay, KneeResolution: p.KneeResolution,
-		P99SLO: p.P99SLO.String(),
+		P99SLO: p.P99SLO.String(), SLOs: durationStrings(p.SLOs),
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -138,7 +144,42 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 	p.Flavors, p.Tiers, p.Shapes, p.Ladder, p.FloorRPS = f.Flavors, f.Tiers, f.Shapes, f.Ladder, f.FloorRPS
 	p.Connections, p.Rounds, p.Confirm = f.Connections, f.Rounds, f.Confirm
 	p.MaxLoadgenCPU, p.MaxLoadgenRunDelay, p.KneeResolution = f.MaxLoadgenCPU, f.MaxLoadgenRunDelay, f.KneeResolution
+	slos, err := ParseDurations(f.SLOs)
+	if err != nil {
+		return fmt.Errorf("slos: %w", err)
+	}
+	p.SLOs = slos
 	return nil
+}
+
+// ParseDurations reads Go durations ("10ms", "1.5s").
+func ParseDurations(texts []string) ([]time.Duration, error) {
+	out := make([]time.Duration, 0, len(texts))
+	for _, t := range texts {
+		d, err := time.ParseDuration(t)
+		if err != nil {
+			return nil, fmt.Errorf("%w (write a Go duration such as \"50ms\")", err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func durationStrings(ds []time.Duration) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.String()
+	}
+	return out
+}
+
+// SLOMs is SLOs in milliseconds.
+func (p Plan) SLOMs() []float64 {
+	out := make([]float64, len(p.SLOs))
+	for i, d := range p.SLOs {
+		out[i] = float64(d) / float64(time.Millisecond)
+	}
+	return out
 }
 
 // KneeOptions are the knee search options of the plan: the reference method

@@ -130,6 +130,11 @@ func (p Plan) checkRun() []error {
 	if !(p.MaxLoadgenRunDelay > 0 && p.MaxLoadgenRunDelay <= 1) {
 		errs = append(errs, fmt.Errorf("max_loadgen_run_delay = %g: use a fraction in (0, 1], e.g. 0.05", p.MaxLoadgenRunDelay))
 	}
+	for i, slo := range p.SLOs {
+		if slo <= 0 || slices.Contains(p.SLOs[:i], slo) {
+			errs = append(errs, fmt.Errorf("slos: %s: use distinct positive durations, e.g. 10ms,50ms,250ms", slo))
+		}
+	}
 	if p.P99SLO <= 0 {
 		errs = append(errs, fmt.Errorf("p99_slo = %s: use a positive duration, e.g. 10ms", p.P99SLO))
 	}

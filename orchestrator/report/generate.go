@@ -47,7 +47,11 @@ func Generate(dir string, steps []dataset.StepRow, knees []dataset.KneeRow, meta
 			return fmt.Errorf("report: write plot: %w", err)
 		}
 	}
-	md := renderMarkdown(meta, steps, knees, summary, panels, heatmaps)
+	slo, err := dataset.BuildSLOKnees(steps, meta.Plan.Ladder, meta.Plan.KneeOptions(), meta.Plan.SLOMs())
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	md := renderMarkdown(meta, steps, knees, summary, slo, panels, heatmaps)
 	if err := os.WriteFile(filepath.Join(dir, "report.md"), md, 0o644); err != nil {
 		return fmt.Errorf("report: write report.md: %w", err)
 	}

@@ -16,7 +16,15 @@ import (
 // simulatedSweep runs real knee searches (the notes' method) against proxies
 // of known capacity and returns their steps.
 func simulatedSweep(t *testing.T, capacities map[plan.Config]int, ladder []int) []dataset.StepRow {
-	return simulatedSweepWith(t, capacities, ladder, knee.DefaultOptions())
+	return simulatedSweepWith(t, capacities, ladder, notesOptions())
+}
+
+// notesOptions are the plan's knee options without the descent, as the
+// simulated sweeps run them.
+func notesOptions() knee.Options {
+	p := plan.Default()
+	p.FloorRPS = 0
+	return p.KneeOptions()
 }
 
 func simulatedSweepWith(t *testing.T, capacities map[plan.Config]int, ladder []int, opts knee.Options) []dataset.StepRow {
@@ -79,7 +87,7 @@ func TestGenerate(t *testing.T) {
 		{Flavor: "waf", Tier: "full-crs", Shape: "get"}:     2600,
 		{Flavor: "waf", Tier: "full-crs", Shape: "json_1k"}: 500,
 	}, ladder)
-	knees, err := dataset.BuildKnees(steps, ladder, knee.DefaultOptions(), 3)
+	knees, err := dataset.BuildKnees(steps, ladder, notesOptions(), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +108,7 @@ func TestGenerate(t *testing.T) {
 	for _, want := range []string{
 		"# wafsweep report: sw-test",
 		"| `envoy/none/get` | >= 4000 | above | no | none | 1.00 |",
-		"| `waf/full-crs/get` | 2500 | none | yes | 2750 | 0.62 |",
+		"| `waf/full-crs/get` | 2600 | none | yes | 2650 | 0.65 |",
 		"| `waf/full-crs/json_1k` | < 1000 | below | no | 1000 | n/a |",
 		"The knee is the highest passing rate whose next tested higher rate fails",
 		"wafsweep run --plan plan.json",
@@ -138,13 +146,13 @@ func TestGenerate(t *testing.T) {
 	}
 	achieved, _ := os.ReadFile(filepath.Join(dir, "plots", "achieved-full-crs-get.svg"))
 	p := parseSVG(t, achieved)
-	for _, want := range []string{"envoy", "waf", "target", "waf knee 2500", "envoy knee >= 4000"} {
+	for _, want := range []string{"envoy", "waf", "target", "waf knee 2600", "envoy knee >= 4000"} {
 		if !p.hasText(want) {
 			t.Errorf("achieved plot lacks %q: %q", want, p.texts)
 		}
 	}
 	heat, _ := os.ReadFile(filepath.Join(dir, "plots", "knee-heatmap-waf.svg"))
-	if p := parseSVG(t, heat); !p.hasText("2500") || !p.hasText("< 1000") {
+	if p := parseSVG(t, heat); !p.hasText("2600") || !p.hasText("< 1000") {
 		t.Errorf("heatmap texts %q", p.texts)
 	}
 }
@@ -155,7 +163,7 @@ func TestGenerateIsDeterministic(t *testing.T) {
 		{Flavor: "envoy", Tier: "none", Shape: "get"}:   5000,
 		{Flavor: "waf", Tier: "full-crs", Shape: "get"}: 1500,
 	}, ladder)
-	knees, _ := dataset.BuildKnees(steps, ladder, knee.DefaultOptions(), 3)
+	knees, _ := dataset.BuildKnees(steps, ladder, notesOptions(), 3)
 	a, b := t.TempDir(), t.TempDir()
 	if err := Generate(a, steps, knees, testMeta()); err != nil {
 		t.Fatal(err)
@@ -266,6 +274,41 @@ func TestKneeText(t *testing.T) {
 	for _, tt := range tests {
 		if got := kneeText(tt.row); got != tt.want {
 			t.Errorf("kneeText(%+v) = %q, want %q", tt.row, got, tt.want)
+		}
+	}
+}
+
+// The report opens with the planner's table, from the SLO searches the
+// steps carry, and a worked line that turns one row into instances.
+func TestGenerateOpensWithThePlannersTable(t *testing.T) {
+	ladder := []int{1000, 2000, 3000, 4000}
+	steps := simulatedSweep(t, map[plan.Config]int{{Flavor: "waf", Tier: "full-crs", Shape: "get"}: 2600}, ladder)
+	meta := testMeta()
+	meta.Plan.FloorRPS = 0
+	knees, err := dataset.BuildKnees(steps, ladder, notesOptions(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := Generate(dir, steps, knees, meta); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	report := string(md)
+	planner, knee := strings.Index(report, "## Capacity at each p99 objective"), strings.Index(report, "## Knees")
+	if planner < 0 || knee < planner {
+		t.Fatalf("the planner's table must come first:\n%s", report)
+	}
+	for _, want := range []string{
+		"| Config | p99 <= 10 ms: RPS | p99 <= 10 ms: cores/1k | p99 <= 50 ms: RPS |",
+		// p99 at 2600 RPS is 3.6 ms in the simulation: every objective is
+		// met at the capacity knee.
+		"| `waf/full-crs/get` | 2600 | 0.100 | 2600 | 0.100 | 2600 | 0.100 |",
+		"so 4 instances of 1 core(s) serve 10000 RPS at p99 <= 50 ms",
+		"**Smoke run**",
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report.md lacks %q", want)
 		}
 	}
 }

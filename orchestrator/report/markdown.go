@@ -16,24 +16,38 @@ import (
 
 // method states the knee definition (see package knee) for readers of the
 // report.
-const method = "Each step offers a constant target rate with Fortio (uniform spacing, no catch-up, " +
-	"connections warmed one at a time) " +
-	"and passes when at least 99% of the scheduled requests complete with at most 0.1% non-2xx " +
-	"responses or socket errors; a step whose measurement cannot be trusted (load generator over " +
-	"its CPU budget, proxy restart, backend saturation, failed pre-check) is invalid and retried. " +
+const method = "Each step offers a constant target rate with Fortio (uniform spacing, catch-up, " +
+	"connections warmed one at a time, enough connections that each sends about 50 requests) " +
+	"in one run: a warm-up, then the measured window, then a short tail. Only what happened inside the window " +
+	"counts: a step passes when the responses that arrived in it reach 99% of target x window with at most 0.1% " +
+	"non-2xx responses or socket errors, and latency is timed from each request's intended send time " +
+	"(corrected for coordinated omission; raw figures are in steps.csv). The proxy's CPU and request count " +
+	"are sampled at the window's edges; a step whose measurement cannot be trusted (load generator over its CPU " +
+	"budget or waiting for a CPU, proxy restart or more CPU than its cpuset, proxy and load generator counts " +
+	"disagreeing, backend saturation, failed pre-check) is invalid and retried. " +
 	"The knee is the highest passing rate whose next tested higher rate fails, refined by bisection " +
-	"until the gap is at most max(250 RPS, 5%) and confirmed by a re-run; passing the top of the " +
+	"to the plan's resolution (5%) and confirmed by a re-run; passing the top of the " +
 	"ladder is reported as \">= top\" (censored above) and failing the bottom as \"< bottom\" (censored below)."
 
-func renderMarkdown(meta dataset.Metadata, steps []dataset.StepRow, knees, summary []dataset.KneeRow, panels []panel, heatmaps []plot) []byte {
+// writeSmokeWarning labels a sweep too short to plan on.
+func writeSmokeWarning(b *bytes.Buffer, meta dataset.Metadata) {
+	if meta.Plan.Rounds < 3 || meta.Plan.Measure < 20*time.Second {
+		fmt.Fprintf(b, "> **Smoke run**: %d round(s) of %s windows. Plan on a sweep of at least 3 alternating rounds "+
+			"of 20 s windows (`--profile reference`).\n\n", meta.Plan.Rounds, meta.Plan.Measure)
+	}
+}
+
+func renderMarkdown(meta dataset.Metadata, steps []dataset.StepRow, knees, summary []dataset.KneeRow, slo []dataset.SLOKneeRow, panels []panel, heatmaps []plot) []byte {
 	var b bytes.Buffer
 	title := "wafsweep report"
 	if meta.SweepID != "" {
 		title += ": " + meta.SweepID
 	}
 	fmt.Fprintf(&b, "# %s\n\n", mdText(title))
-	writeMethod(&b, summary, descentFloor(meta, steps))
+	writeSmokeWarning(&b, meta)
+	writePlannerTable(&b, meta, slo)
 	writeKneeTable(&b, steps, summary)
+	writeMethod(&b, summary, descentFloor(meta, steps))
 	writeRoundTable(&b, knees)
 	writePlots(&b, steps, panels, heatmaps)
 	writeReproduce(&b, meta)

@@ -43,19 +43,22 @@ func (c *configRun) run(ctx context.Context) (err error) {
 		return err
 	}
 	for {
-		rate, kind, done := c.search.Next()
-		if done {
-			return nil
+		rate, kind, sloMs, done, err := c.next()
+		if done || err != nil {
+			return err
 		}
 		row, err := c.step(ctx, rate, kind)
 		if err != nil {
 			return err
 		}
+		row.SLOMs = sloMs
 		if err := c.journal.Append(row); err != nil {
 			return err
 		}
-		if err := c.search.Record(row.KneeStep()); err != nil {
-			return err
+		if row.IsCapacity() {
+			if err := c.search.Record(row.KneeStep()); err != nil {
+				return err
+			}
 		}
 		c.progress.stepDone(c.cfg, row)
 		// A failed pre-check or a dead proxy is retried on a fresh deployment.
@@ -107,10 +110,28 @@ func (c *configRun) redeploy(ctx context.Context) error {
 		}
 		c.deployed = nil
 	}
-	if _, _, done := c.search.Next(); done {
-		return nil
+	if _, _, _, done, err := c.next(); done || err != nil {
+		return err
 	}
 	return c.deploy(ctx)
+}
+
+// next is the step the configuration wants: the capacity search's, then
+// its SLO searches' (sloMs > 0; see dataset.SLOSearches), which the journal
+// replays on resume like the capacity search.
+func (c *configRun) next() (rate int, kind knee.Kind, sloMs float64, done bool, err error) {
+	if rate, kind, done := c.search.Next(); !done {
+		return rate, kind, 0, false, nil
+	}
+	_, pending, err := dataset.SLOSearches(c.journal.Steps(c.round, c.cfg.ID()), c.search.Result(), c.opts.Plan.SLOMs(), c.opts.Plan.KneeOptions())
+	if err != nil {
+		return 0, "", 0, true, fmt.Errorf("%s round %d: %w", c.cfg.ID(), c.round, err)
+	}
+	if pending == nil {
+		return 0, "", 0, true, nil
+	}
+	rate, kind, _ = pending.Search.Next()
+	return rate, kind, pending.SLOMs, false, nil
 }
 
 func (c *configRun) measureIdle(ctx context.Context) (float64, error) {

@@ -38,6 +38,7 @@ type Options struct {
 const (
 	StepsFile    = "steps.csv"
 	KneesFile    = "knees.csv"
+	SLOKneesFile = "slo_knees.csv"
 	MetadataFile = "metadata.json"
 	ReportFile   = "report.md"
 )
@@ -106,14 +107,14 @@ func (r *runner) config(ctx context.Context, round int, cfg plan.Config) error {
 	if err != nil {
 		return fmt.Errorf("%s round %d: the recorded steps do not replay (was the plan changed? use a new --sweep-id): %w", cfg.ID(), round, err)
 	}
-	if _, _, done := search.Next(); done {
-		return nil
-	}
 	shape, err := plan.ShapeByName(cfg.Shape)
 	if err != nil {
 		return err
 	}
 	c := &configRun{runner: r, round: round, cfg: cfg, shape: shape, search: search}
+	if _, _, _, done, err := c.next(); done || err != nil {
+		return err
+	}
 	return c.run(ctx)
 }
 
@@ -126,6 +127,13 @@ func (r *runner) writeOutputs(finished bool) error {
 		return fmt.Errorf("building knees: %w", err)
 	}
 	if err := dataset.WriteKnees(filepath.Join(r.opts.OutDir, KneesFile), knees); err != nil {
+		return err
+	}
+	slo, err := dataset.BuildSLOKnees(steps, r.opts.Plan.Ladder, r.kneeOptions(), r.opts.Plan.SLOMs())
+	if err != nil {
+		return fmt.Errorf("building SLO knees: %w", err)
+	}
+	if err := dataset.WriteSLOKnees(filepath.Join(r.opts.OutDir, SLOKneesFile), slo); err != nil {
 		return err
 	}
 	if finished {

@@ -29,7 +29,7 @@ import (
 // sweepFlags are the command line of `wafsweep sweep`.
 type sweepFlags struct {
 	profile, planFile                     string
-	flavors, tiers, shapes, ladder        string
+	flavors, tiers, shapes, ladder, slos  string
 	connections, rounds, floor            int
 	warmup, measure, cooldown             time.Duration
 	sweepID, resultsDir, rulesets, module string
@@ -43,12 +43,13 @@ func parseSweepFlags(args []string, stderr io.Writer) (sweepFlags, *flag.FlagSet
 	var f sweepFlags
 	fs := flag.NewFlagSet("wafsweep sweep", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.profile, "profile", "short", "starting plan: short (about 20 minutes on 2 cores) or full (the whole matrix); on the local target both add waf-accelerated")
+	fs.StringVar(&f.profile, "profile", "short", "starting plan: short (a smoke run: one round of 5 s windows), full (the whole matrix, one round) or reference (the whole matrix, 3 alternating rounds of 20 s windows: the figures to plan on); on the local target each adds waf-accelerated")
 	fs.StringVar(&f.planFile, "plan", "", "JSON plan file (replaces --profile; flags below still override it)")
 	fs.StringVar(&f.flavors, "flavors", "", "comma-separated flavors: "+strings.Join(plan.Flavors(), ", "))
 	fs.StringVar(&f.tiers, "tiers", "", "comma-separated tiers: "+strings.Join(plan.Tiers()[1:], ", "))
 	fs.StringVar(&f.shapes, "shapes", "", "comma-separated shapes: "+strings.Join(plan.Shapes(), ", "))
 	fs.StringVar(&f.ladder, "ladder", "", "comma-separated target rates in RPS, ascending (e.g. 1000,2000,4000)")
+	fs.StringVar(&f.slos, "slo", "", "comma-separated p99 objectives whose highest sustainable rate is searched for each configuration (default 10ms,50ms,250ms; \"none\" turns the searches off)")
 	fs.IntVar(&f.connections, "connections", 0, "load generator connections")
 	fs.IntVar(&f.rounds, "rounds", 0, "repeats of the whole sweep, in alternating flavor order")
 	fs.IntVar(&f.floor, "floor", -1, "lowest rate tried below the ladder when its bottom fails (0: report censored below)")
@@ -84,6 +85,15 @@ func shortProfile() plan.Plan {
 	return p
 }
 
+// referenceProfile makes the datasets to plan on: the whole matrix, three
+// rounds in alternating flavor order, 20 s windows.
+func referenceProfile() plan.Plan {
+	p := plan.Default()
+	p.Rounds = 3
+	p.Warmup, p.Measure, p.Cooldown = 5*time.Second, 20*time.Second, 2*time.Second
+	return p
+}
+
 // withAccelerated adds the accelerated build after waf: on the local
 // target the profiles show what it gains end to end. (The Kubernetes
 // targets deploy the stock module only.)
@@ -111,8 +121,10 @@ func (f sweepFlags) buildPlan() (plan.Plan, error) {
 		p = shortProfile()
 	case f.profile == "full":
 		p = plan.Default()
+	case f.profile == "reference":
+		p = referenceProfile()
 	default:
-		return p, fmt.Errorf("--profile %q: use short or full", f.profile)
+		return p, fmt.Errorf("--profile %q: use short, full or reference", f.profile)
 	}
 	if f.planFile == "" && f.target == "local" {
 		p.Flavors = withAccelerated(p.Flavors)
@@ -135,6 +147,17 @@ func (f sweepFlags) buildPlan() (plan.Plan, error) {
 			}
 			p.Ladder = append(p.Ladder, n)
 		}
+	}
+	switch f.slos {
+	case "":
+	case "none":
+		p.SLOs = nil
+	default:
+		slos, err := plan.ParseDurations(splitList(f.slos))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--slo: %w", err))
+		}
+		p.SLOs = slos
 	}
 	setInt(&p.Connections, f.connections)
 	setInt(&p.Rounds, f.rounds)

@@ -58,9 +58,13 @@ func TestBadFlagsFailBeforeAnythingStarts(t *testing.T) {
 		{[]string{"--flavors", "wafx"}, `unknown flavor "wafx"`},
 		{[]string{"--ladder", "300,x"}, `"x" is not a rate`},
 		{[]string{"--ladder", "300,200"}, "ascending"},
-		{[]string{"--profile", "huge"}, "use short or full"},
+		{[]string{"--profile", "huge"}, "use short, full or reference"},
 		{[]string{"--proxy-cpus", "a-b"}, "--proxy-cpus"},
 		{[]string{"--target", "mars"}, "--target"},
+		{[]string{"--slo", "50ms,fast"}, "--slo"},
+		{[]string{"--slo", "50ms,50ms"}, "slos: 50ms: use distinct positive durations"},
+		{[]string{"--target", "kind", "--backend-cpu-per-request", "1ms"}, "the calibration backend runs on the local target only"},
+		{[]string{"--backend-cpu-per-request", "1ms", "--backend-cpus", "0", "--loadgen-cpus", "0"}, "a calibration backend shares CPUs 0 with the load generator"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -1,0 +1,158 @@
+package dataset
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/wafsweep/wafsweep/orchestrator/knee"
+)
+
+// SLOKneeRow is a line of slo_knees.csv: the highest rate at which one
+// configuration meets one p99 objective in one round, with what it costs
+// there; with Round == AllRounds, the median over the rounds that decided
+// it (see SLOSearches for how each is found).
+type SLOKneeRow struct {
+	SweepID  string
+	Round    int
+	Rounds   int // rounds behind an aggregate row
+	ConfigID string
+	Flavor   string
+	Tier     string
+	Shape    string
+	SLOMs    float64
+	KneeRPS  int // 0 when the objective is not met even at the floor
+	Status   string
+	// At the knee rate: the last passing step there within the objective.
+	P99Ms, CoresPer1k, RSSMB float64
+	KneeMinRPS, KneeMaxRPS   float64 // over rounds, on aggregate rows
+}
+
+type skr = SLOKneeRow
+
+var sloKneeSchema = schema[SLOKneeRow]{
+	strCol("sweep_id", func(r *skr) *string { return &r.SweepID }),
+	roundCol("round", func(r *skr) *int { return &r.Round }),
+	intCol("rounds", func(r *skr) *int { return &r.Rounds }),
+	strCol("config_id", func(r *skr) *string { return &r.ConfigID }),
+	strCol("flavor", func(r *skr) *string { return &r.Flavor }),
+	strCol("tier", func(r *skr) *string { return &r.Tier }),
+	strCol("shape", func(r *skr) *string { return &r.Shape }),
+	floatCol("slo_p99_ms", func(r *skr) *float64 { return &r.SLOMs }),
+	intCol("knee_rps", func(r *skr) *int { return &r.KneeRPS }),
+	strCol("status", func(r *skr) *string { return &r.Status }),
+	floatCol("p99_ms_at_knee", func(r *skr) *float64 { return &r.P99Ms }),
+	floatCol("cores_per_1k_at_knee", func(r *skr) *float64 { return &r.CoresPer1k }),
+	floatCol("rss_mb_at_knee", func(r *skr) *float64 { return &r.RSSMB }),
+	floatCol("knee_min_rps", func(r *skr) *float64 { return &r.KneeMinRPS }),
+	floatCol("knee_max_rps", func(r *skr) *float64 { return &r.KneeMaxRPS }),
+}
+
+// BuildSLOKnees derives slo_knees.csv from steps.csv, replaying every
+// (round, config)'s capacity search and then its SLO searches exactly as
+// the sweep ran them.
+func BuildSLOKnees(steps []StepRow, ladder []int, opts knee.Options, slos []float64) ([]SLOKneeRow, error) {
+	if len(slos) == 0 {
+		return nil, nil
+	}
+	order, searches := groupSearches(steps)
+	var rows []SLOKneeRow
+	for _, key := range order {
+		all := searches[key]
+		capacity, err := knee.Replay(ladder, opts, kneeSteps(CapacitySteps(all)))
+		if err != nil {
+			return nil, fmt.Errorf("build slo knees: round %d, config %s: %w", key.round, key.configID, err)
+		}
+		results, pending, err := SLOSearches(all, capacity.Result(), slos, opts)
+		if err != nil {
+			return nil, fmt.Errorf("build slo knees: round %d, config %s: %w", key.round, key.configID, err)
+		}
+		if pending != nil {
+			results = append(results, SLOResult{SLOMs: pending.SLOMs, Status: SLOUnfinished})
+		}
+		for _, res := range results {
+			rows = append(rows, sloRoundRow(all, res))
+		}
+	}
+	return withSLOAggregates(rows), nil
+}
+
+func sloRoundRow(rows []StepRow, res SLOResult) SLOKneeRow {
+	first := rows[0]
+	out := SLOKneeRow{SweepID: first.SweepID, Round: first.Round, Rounds: 1, ConfigID: first.ConfigID,
+		Flavor: first.Flavor, Tier: first.Tier, Shape: first.Shape, SLOMs: res.SLOMs, KneeRPS: res.KneeRPS, Status: res.Status,
+		P99Ms: math.NaN(), CoresPer1k: math.NaN(), RSSMB: math.NaN(), KneeMinRPS: math.NaN(), KneeMaxRPS: math.NaN()}
+	if res.KneeRPS == 0 {
+		return out
+	}
+	for i := len(rows) - 1; i >= 0; i-- {
+		r := rows[i]
+		st := r.KneeStep()
+		st.MaxP99Ms = res.SLOMs
+		if r.TargetRPS == res.KneeRPS && st.Passed() {
+			out.P99Ms, out.CoresPer1k, out.RSSMB = r.P99Ms, r.CoresPer1k, r.ProxyRSSPeakMB
+			break
+		}
+	}
+	return out
+}
+
+// withSLOAggregates appends, per (config, objective), the median over the
+// rounds whose search decided it (searched or at its bound; a knee of 0,
+// below the floor, counts as decided too).
+func withSLOAggregates(rows []SLOKneeRow) []SLOKneeRow {
+	type key struct {
+		config string
+		slo    float64
+	}
+	var order []key
+	groups := map[key][]SLOKneeRow{}
+	for _, r := range rows {
+		k := key{r.ConfigID, r.SLOMs}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	out := append([]SLOKneeRow(nil), rows...)
+	for _, k := range order {
+		out = append(out, sloAggregate(groups[k]))
+	}
+	return out
+}
+
+func sloAggregate(rounds []SLOKneeRow) SLOKneeRow {
+	a := rounds[0]
+	a.Round = AllRounds
+	var decided []SLOKneeRow
+	for _, r := range rounds {
+		switch r.Status {
+		case SLOSearched, SLOAtBound, SLOBelowFloor:
+			decided = append(decided, r)
+		}
+	}
+	a.Rounds = len(decided)
+	if len(decided) == 0 {
+		a.KneeRPS, a.Status = 0, rounds[0].Status
+		a.P99Ms, a.CoresPer1k, a.RSSMB = math.NaN(), math.NaN(), math.NaN()
+		return a
+	}
+	knees := values(decided, func(r SLOKneeRow) float64 { return float64(r.KneeRPS) })
+	a.KneeRPS = int(math.Round(median(knees)))
+	a.Status = decided[0].Status
+	a.KneeMinRPS, a.KneeMaxRPS = slices.Min(knees), slices.Max(knees)
+	a.P99Ms = median(values(decided, func(r SLOKneeRow) float64 { return r.P99Ms }))
+	a.CoresPer1k = median(values(decided, func(r SLOKneeRow) float64 { return r.CoresPer1k }))
+	a.RSSMB = median(values(decided, func(r SLOKneeRow) float64 { return r.RSSMB }))
+	return a
+}
+
+// WriteSLOKnees replaces path with the rows, atomically.
+func WriteSLOKnees(path string, rows []SLOKneeRow) error {
+	return writeCSVFile(path, sloKneeSchema, rows)
+}
+
+// ReadSLOKnees reads slo_knees.csv, checking the header and naming bad lines.
+func ReadSLOKnees(path string) ([]SLOKneeRow, error) {
+	return readCSVFile(path, sloKneeSchema)
+}

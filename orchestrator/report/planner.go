@@ -1,0 +1,117 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/wafsweep/wafsweep/orchestrator/dataset"
+	"github.com/wafsweep/wafsweep/orchestrator/procstat"
+)
+
+// plannerTarget is the traffic of the worked line under the planner's
+// table: a round figure a platform team can scale from.
+const plannerTarget = 10000
+
+// writePlannerTable opens the report with what a capacity planner reads
+// first: per configuration and p99 objective, the highest rate met and the
+// cores per 1k RPS it costs there (the aggregate slo_knees.csv rows).
+func writePlannerTable(b *bytes.Buffer, meta dataset.Metadata, slo []dataset.SLOKneeRow) {
+	b.WriteString("## Capacity at each p99 objective\n\n")
+	rows := aggregateSLORows(slo)
+	if len(rows) == 0 {
+		b.WriteString("> No SLO knees were searched in this sweep.\n\n")
+		return
+	}
+	objectives := sloObjectives(rows)
+	cols := []string{"Config"}
+	for _, o := range objectives {
+		p := "p99 <= " + fmtNum(o, 0) + " ms"
+		cols = append(cols, p+": RPS", p+": cores/1k")
+	}
+	writeTableHeader(b, cols)
+	for _, config := range sloConfigs(rows) {
+		cells := []string{"`" + config + "`"}
+		for _, o := range objectives {
+			r, ok := findSLORow(rows, config, o)
+			switch {
+			case !ok:
+				cells = append(cells, "n/a", "n/a")
+			case r.KneeRPS == 0:
+				cells = append(cells, "< floor ("+r.Status+")", "n/a")
+			default:
+				cells = append(cells, strconv.Itoa(r.KneeRPS), fmtNum(r.CoresPer1k, 3))
+			}
+		}
+		writeTableRow(b, cells)
+	}
+	b.WriteString("\nThe rate is the highest at which the configuration passed with its p99, corrected for " +
+		"coordinated omission, within the objective (searched to the plan's resolution below the capacity knee); " +
+		"cores per 1k RPS are measured at that rate.\n\n")
+	if line := workedLine(meta, rows, objectives); line != "" {
+		b.WriteString(line + "\n\n")
+	}
+}
+
+// workedLine turns the first WAF row at the middle objective into
+// instances: "N instances of C cores serve X RPS at p99 <= S".
+func workedLine(meta dataset.Metadata, rows []dataset.SLOKneeRow, objectives []float64) string {
+	cpus, err := procstat.ParseCPUList(meta.CoreAssignment["proxy"])
+	if err != nil || len(cpus) == 0 || len(objectives) == 0 {
+		return ""
+	}
+	o := objectives[len(objectives)/2]
+	for _, config := range sloConfigs(rows) {
+		r, ok := findSLORow(rows, config, o)
+		if !ok || r.KneeRPS <= 0 || r.Flavor == "direct" || r.Flavor == "envoy" {
+			continue
+		}
+		n := int(math.Ceil(plannerTarget / float64(r.KneeRPS)))
+		return fmt.Sprintf("Worked example: `%s` serves %d RPS per proxy of %d core(s) at p99 <= %s ms, so %d instances of %d core(s) serve %d RPS at p99 <= %s ms.",
+			config, r.KneeRPS, len(cpus), fmtNum(o, 0), n, len(cpus), plannerTarget, fmtNum(o, 0))
+	}
+	return ""
+}
+
+func aggregateSLORows(rows []dataset.SLOKneeRow) []dataset.SLOKneeRow {
+	var out []dataset.SLOKneeRow
+	for _, r := range rows {
+		if r.Round == dataset.AllRounds {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// sloObjectives lists the objectives, tightest first.
+func sloObjectives(rows []dataset.SLOKneeRow) []float64 {
+	var out []float64
+	for _, r := range rows {
+		if !slices.Contains(out, r.SLOMs) {
+			out = append(out, r.SLOMs)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func sloConfigs(rows []dataset.SLOKneeRow) []string {
+	var out []string
+	for _, r := range rows {
+		if !slices.Contains(out, r.ConfigID) {
+			out = append(out, r.ConfigID)
+		}
+	}
+	return out
+}
+
+func findSLORow(rows []dataset.SLOKneeRow, config string, slo float64) (dataset.SLOKneeRow, bool) {
+	for _, r := range rows {
+		if r.ConfigID == config && r.SLOMs == slo {
+			return r, true
+		}
+	}
+	return dataset.SLOKneeRow{}, false
+}
