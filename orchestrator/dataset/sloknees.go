@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/wafsweep/wafsweep/orchestrator/knee"
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
 )
 
 // SLOKneeRow is a line of slo_knees.csv: the highest rate at which one
@@ -25,7 +26,10 @@ type SLOKneeRow struct {
 	Status   string
 	// At the knee rate: the last passing step there within the objective.
 	P99Ms, CoresPer1k, RSSMB float64
-	KneeMinRPS, KneeMaxRPS   float64 // over rounds, on aggregate rows
+	// AddedP99MsVsEnvoy is p99 at the knee minus vanilla Envoy's at the
+	// same rate in the same round (see KindBaseline).
+	AddedP99MsVsEnvoy      float64
+	KneeMinRPS, KneeMaxRPS float64 // over rounds, on aggregate rows
 }
 
 type skr = SLOKneeRow
@@ -44,6 +48,7 @@ var sloKneeSchema = schema[SLOKneeRow]{
 	floatCol("p99_ms_at_knee", func(r *skr) *float64 { return &r.P99Ms }),
 	floatCol("cores_per_1k_at_knee", func(r *skr) *float64 { return &r.CoresPer1k }),
 	floatCol("rss_mb_at_knee", func(r *skr) *float64 { return &r.RSSMB }),
+	floatCol("added_p99_ms_vs_envoy", func(r *skr) *float64 { return &r.AddedP99MsVsEnvoy }),
 	floatCol("knee_min_rps", func(r *skr) *float64 { return &r.KneeMinRPS }),
 	floatCol("knee_max_rps", func(r *skr) *float64 { return &r.KneeMaxRPS }),
 }
@@ -70,8 +75,13 @@ func BuildSLOKnees(steps []StepRow, ladder []int, opts knee.Options, slos []floa
 		if pending != nil {
 			results = append(results, SLOResult{SLOMs: pending.SLOMs, Status: SLOUnfinished})
 		}
+		envoy := searchSteps(steps, key.round, plan.Config{Flavor: plan.FlavorEnvoy, Tier: plan.TierNone, Shape: all[0].Shape}.ID())
 		for _, res := range results {
-			rows = append(rows, sloRoundRow(all, res))
+			row := sloRoundRow(all, res)
+			if at, ok := lastPassAt(envoy, row.KneeRPS); ok && row.Flavor != plan.FlavorEnvoy {
+				row.AddedP99MsVsEnvoy = row.P99Ms - at.P99Ms
+			}
+			rows = append(rows, row)
 		}
 	}
 	return withSLOAggregates(rows), nil
@@ -81,7 +91,8 @@ func sloRoundRow(rows []StepRow, res SLOResult) SLOKneeRow {
 	first := rows[0]
 	out := SLOKneeRow{SweepID: first.SweepID, Round: first.Round, Rounds: 1, ConfigID: first.ConfigID,
 		Flavor: first.Flavor, Tier: first.Tier, Shape: first.Shape, SLOMs: res.SLOMs, KneeRPS: res.KneeRPS, Status: res.Status,
-		P99Ms: math.NaN(), CoresPer1k: math.NaN(), RSSMB: math.NaN(), KneeMinRPS: math.NaN(), KneeMaxRPS: math.NaN()}
+		P99Ms: math.NaN(), CoresPer1k: math.NaN(), RSSMB: math.NaN(), AddedP99MsVsEnvoy: math.NaN(),
+		KneeMinRPS: math.NaN(), KneeMaxRPS: math.NaN()}
 	if res.KneeRPS == 0 {
 		return out
 	}
@@ -134,7 +145,7 @@ func sloAggregate(rounds []SLOKneeRow) SLOKneeRow {
 	a.Rounds = len(decided)
 	if len(decided) == 0 {
 		a.KneeRPS, a.Status = 0, rounds[0].Status
-		a.P99Ms, a.CoresPer1k, a.RSSMB = math.NaN(), math.NaN(), math.NaN()
+		a.P99Ms, a.CoresPer1k, a.RSSMB, a.AddedP99MsVsEnvoy = math.NaN(), math.NaN(), math.NaN(), math.NaN()
 		return a
 	}
 	knees := values(decided, func(r SLOKneeRow) float64 { return float64(r.KneeRPS) })
@@ -144,6 +155,7 @@ func sloAggregate(rounds []SLOKneeRow) SLOKneeRow {
 	a.P99Ms = median(values(decided, func(r SLOKneeRow) float64 { return r.P99Ms }))
 	a.CoresPer1k = median(values(decided, func(r SLOKneeRow) float64 { return r.CoresPer1k }))
 	a.RSSMB = median(values(decided, func(r SLOKneeRow) float64 { return r.RSSMB }))
+	a.AddedP99MsVsEnvoy = median(values(decided, func(r SLOKneeRow) float64 { return r.AddedP99MsVsEnvoy }))
 	return a
 }
 

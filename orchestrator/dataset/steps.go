@@ -105,7 +105,7 @@ type StepRow struct {
 }
 
 // IsCapacity reports a step of the capacity knee's search.
-func (r StepRow) IsCapacity() bool { return r.SLOMs == 0 }
+func (r StepRow) IsCapacity() bool { return r.SLOMs == 0 && r.Kind != KindBaseline }
 
 // CapacitySteps keeps the rows of the capacity knee's search.
 func CapacitySteps(rows []StepRow) []StepRow {

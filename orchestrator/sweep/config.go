@@ -70,6 +70,35 @@ func (c *configRun) run(ctx context.Context) (err error) {
 	}
 }
 
+// runBaselines measures the configuration at each rate once, outside its
+// searches (dataset.KindBaseline); an invalid step is retried once.
+func (c *configRun) runBaselines(ctx context.Context, rates []int) (err error) {
+	defer func() {
+		if c.deployed != nil {
+			err = errors.Join(err, c.deployed.Teardown())
+		}
+	}()
+	if err := c.deploy(ctx); err != nil {
+		return err
+	}
+	for _, rate := range rates {
+		for try := 0; try < 2; try++ {
+			row, err := c.step(ctx, rate, dataset.KindBaseline)
+			if err != nil {
+				return err
+			}
+			if err := c.journal.Append(row); err != nil {
+				return err
+			}
+			c.progress.stepDone(c.cfg, row)
+			if row.Verdict != dataset.VerdictInvalid {
+				break
+			}
+		}
+	}
+	return nil
+}
+
 func (c *configRun) runDir() string {
 	return filepath.Join(c.opts.OutDir, "runs", fmt.Sprintf("r%d", c.round), c.cfg.Flavor, c.cfg.Tier, c.cfg.Shape)
 }

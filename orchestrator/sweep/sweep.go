@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"slices"
 	"errors"
 	"fmt"
 	"io"
@@ -92,6 +93,37 @@ func (r *runner) rounds(ctx context.Context) error {
 			if err := r.writeOutputs(false); err != nil {
 				return err
 			}
+		}
+		if err := r.baselines(ctx, round); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// baselines runs vanilla Envoy, after a round's searches, at the rates the
+// round's WAF configurations report and Envoy's search did not visit, so
+// that every reported row's added latency compares equal rates.
+func (r *runner) baselines(ctx context.Context, round int) error {
+	if !slices.Contains(r.opts.Plan.Flavors, plan.FlavorEnvoy) {
+		return nil
+	}
+	for _, shapeName := range r.opts.Plan.Shapes {
+		rates, err := dataset.BaselineRates(r.journal.Rows(), round, shapeName, r.opts.Plan.Ladder, r.kneeOptions(), r.opts.Plan.SLOMs())
+		if err != nil || len(rates) == 0 {
+			return err
+		}
+		shape, err := plan.ShapeByName(shapeName)
+		if err != nil {
+			return err
+		}
+		cfg := plan.Config{Flavor: plan.FlavorEnvoy, Tier: plan.TierNone, Shape: shapeName}
+		c := &configRun{runner: r, round: round, cfg: cfg, shape: shape}
+		if err := c.runBaselines(ctx, rates); err != nil {
+			return err
+		}
+		if err := r.writeOutputs(false); err != nil {
+			return err
 		}
 	}
 	return nil
