@@ -115,12 +115,14 @@ const bodyHeadroom = 1 << 20
 // concurrent use.
 type Stream struct {
 	settings *Config
+	bodies   *StreamBodies // what streams uninspected: the route's or the listener's
 	engine   *Engine
 	log      Logger
 
 	tx                types.Transaction
 	protocol          string
-	streaming         bool // upgrade, gRPC or SSE: bodies are not buffered
+	policy            bodyPolicy // what the request's headers made of its body
+	grpc              bool       // Envoy answers this request's local replies in gRPC form
 	requestBodyBytes  int64
 	responseBodyBytes int64
 	requestDone       bool // phase 2 has run
@@ -135,7 +137,7 @@ type Stream struct {
 // NewStream starts inspecting a stream with engine, or passes it through
 // untouched when engine is nil (WAF off for the route).
 func NewStream(settings *Config, engine *Engine, log Logger) *Stream {
-	return &Stream{settings: settings, engine: engine, log: log}
+	return &Stream{settings: settings, bodies: &settings.StreamBodies, engine: engine, log: log}
 }
 
 // OnRequestHeaders runs phase 1 and, when the request has no body or its
@@ -152,7 +154,8 @@ func (s *Stream) OnRequestHeaders(req RequestHead) Decision {
 	s.tx = s.engine.newTransaction(req.RequestID)
 	s.outcome.Inspected = true
 	s.protocol = corazaProtocol(req.Protocol)
-	s.streaming = isStreamingRequest(req)
+	s.policy = s.bodies.policyFor(req)
+	s.grpc = envoyTakesForGRPC(req)
 
 	s.tx.ProcessConnection(req.Conn.ClientIP, req.Conn.ClientPort, req.Conn.ServerIP, req.Conn.ServerPort)
 	s.tx.ProcessURI(requestTarget(req), req.Method, s.protocol)
@@ -167,9 +170,15 @@ func (s *Stream) OnRequestHeaders(req RequestHead) Decision {
 	if it := s.tx.ProcessRequestHeaders(); it != nil {
 		return s.interrupt(it, "request_headers")
 	}
-	if req.EndOfStream || s.streaming || !s.tx.IsRequestBodyAccessible() {
+	if s.policy == tunnelRefused && declaresBody(req) {
+		// The body of a tunnel request cannot be told from the tunnel: Envoy
+		// never ends it, so it could only be held forever or let through.
+		return s.refuseTunnel("request_headers")
+	}
+	if req.EndOfStream || s.policy != bodyInspected || !s.tx.IsRequestBodyAccessible() {
 		// Phase 2 always runs: CRS decides on the anomaly score there. When
-		// the body is not inspected it can run now, and the body streams.
+		// the body is not inspected it can run now: an opted-in body then
+		// streams, and a refused tunnel's first data is answered.
 		return s.finishRequest()
 	}
 	return Decision{Action: Hold, BufferLimit: bufferLimitFor(s.engine.limits.RequestBodyLimit)}
@@ -180,6 +189,9 @@ func (s *Stream) OnRequestHeaders(req RequestHead) Decision {
 // Phase 2 of a large body is deferred (see OffWorker).
 func (s *Stream) OnRequestBody(frames [][]byte, endOfStream bool) Decision {
 	s.testPanic("request_body")
+	if s.tx != nil && s.policy == tunnelRefused && !s.replied && len(frames) > 0 {
+		return s.refuseTunnel("request_body")
+	}
 	if s.tx == nil || s.requestDone || s.replied {
 		return Decision{}
 	}
@@ -295,7 +307,8 @@ func (s *Stream) OnResponseHeaders(status int, headers []Header, endOfStream boo
 		return s.interrupt(it, "response_headers")
 	}
 	inspectBody := s.tx.IsResponseBodyAccessible() && s.tx.IsResponseBodyProcessable()
-	if endOfStream || s.streaming || isEventStream(contentType) || !inspectBody {
+	// A tunnel's response is the tunnel; an event stream never ends.
+	if endOfStream || s.policy != bodyInspected || isEventStream(contentType) || !inspectBody {
 		return s.finishResponse()
 	}
 	s.responseHeld = true
@@ -370,6 +383,18 @@ func (s *Stream) Complete() Outcome {
 	return s.outcome
 }
 
+// refuseTunnel answers a tunnel the operator did not opt in (see
+// StreamBodies) when it carries data: nothing of it reaches the backend.
+// Once the backend has answered, Envoy turns the reply into a reset.
+func (s *Stream) refuseTunnel(phase string) Decision {
+	v := &Verdict{Action: "deny", Status: 403, Phase: phase}
+	s.outcome.Blocked = v
+	s.replied = true
+	s.logf(LevelInfo, "[corazawaf] transaction %s refused: a tunnel (upgrade or CONNECT) that stream_bodies.upgrades does not list carried data", s.tx.ID())
+	return Decision{Action: Reply, Reply: &LocalReply{Status: 403, Body: s.settings.DenyResponse.Body,
+		Headers: s.denyHeaders(), Details: "corazawaf_tunnel_not_streamed", Verdict: v}}
+}
+
 // MarkReplied tells the stream a local reply was sent for it (by us, after
 // a failure), so its own response hooks do not inspect that reply.
 func (s *Stream) MarkReplied() { s.replied = true }
@@ -407,9 +432,7 @@ func (s *Stream) detectAfter(phase string, d Decision) Decision {
 func (s *Stream) denyReply(v *Verdict, it *types.Interruption) *LocalReply {
 	r := &LocalReply{Status: v.Status, Body: s.settings.DenyResponse.Body, Verdict: v,
 		Details: "corazawaf_denied_rule_" + strconv.Itoa(v.RuleID)}
-	for name, value := range s.settings.DenyResponse.Headers {
-		r.Headers = append(r.Headers, Header{Name: name, Value: value})
-	}
+	r.Headers = s.denyHeaders()
 	switch it.Action {
 	case "redirect":
 		r.Headers = append(r.Headers, Header{Name: "location", Value: it.Data})
@@ -417,6 +440,36 @@ func (s *Stream) denyReply(v *Verdict, it *types.Interruption) *LocalReply {
 		r.Headers = append(r.Headers, Header{Name: "connection", Value: "close"})
 	}
 	return r
+}
+
+func (s *Stream) denyHeaders() []Header {
+	var headers []Header
+	for name, value := range s.settings.DenyResponse.Headers {
+		headers = append(headers, Header{Name: name, Value: value})
+	}
+	if s.grpc {
+		// Envoy sends a local reply to a gRPC request as HTTP 200 with the
+		// reply's grpc-status, which the dynamic-module ABI leaves at 0
+		// (OK): without this a denied call looks successful to its client.
+		headers = append(headers, Header{Name: "grpc-status", Value: grpcPermissionDenied},
+			Header{Name: "grpc-message", Value: "denied by corazawaf"})
+	}
+	return headers
+}
+
+// grpcPermissionDenied is gRPC's status code 7, Envoy's mapping of 403.
+const grpcPermissionDenied = "7"
+
+// envoyTakesForGRPC mirrors Envoy's test for a gRPC request, which decides
+// the form of local replies: a content type of exactly "application/grpc"
+// or starting with "application/grpc+" (case-sensitive).
+func envoyTakesForGRPC(req RequestHead) bool {
+	for _, ct := range headerValues(req.Headers, "content-type") {
+		if rest, ok := strings.CutPrefix(ct, "application/grpc"); ok && (rest == "" || rest[0] == '+') {
+			return true
+		}
+	}
+	return false
 }
 
 // fail handles a Coraza error by the configured failure mode.
@@ -502,28 +555,11 @@ func requestTarget(req RequestHead) string {
 	return req.Path
 }
 
-// isStreamingRequest reports requests whose bodies are open-ended streams:
-// protocol upgrades (WebSocket), CONNECT and gRPC. Buffering them would
-// stall the stream, so their bodies pass uninspected.
-func isStreamingRequest(req RequestHead) bool {
-	if req.Method == "CONNECT" {
-		return true
-	}
-	for _, h := range req.Headers {
-		switch strings.ToLower(h.Name) {
-		case "upgrade":
-			return true
-		case "content-type":
-			if strings.HasPrefix(strings.ToLower(h.Value), "application/grpc") {
-				return true
-			}
-		}
-	}
-	return false
-}
-
+// isEventStream reports a server-sent event stream, which never ends as a
+// body: the backend chose it, and only its headers are inspected (phase 3).
 func isEventStream(contentType string) bool {
-	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(contentType)), "text/event-stream")
+	mt, ok := mediaType(contentType)
+	return ok && mt == "text/event-stream"
 }
 
 func hostWithoutPort(authority string) string {
