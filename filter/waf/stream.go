@@ -35,8 +35,9 @@ type RequestHead struct {
 	Protocol string
 	// Headers are the regular (non-pseudo) headers.
 	Headers []Header
-	// RequestID is Envoy's x-request-id, used as the transaction id.
-	RequestID string
+	// ClientRequestID is the request's x-request-id, which the client may
+	// have chosen: it is logged next to the transaction id, never used as it.
+	ClientRequestID string
 	// EndOfStream is true when the request has no body.
 	EndOfStream bool
 }
@@ -123,6 +124,7 @@ type Stream struct {
 	protocol          string
 	policy            bodyPolicy // what the request's headers made of its body
 	grpc              bool       // Envoy answers this request's local replies in gRPC form
+	clientRequestID   string     // the request's x-request-id, for logs only
 	requestBodyBytes  int64
 	responseBodyBytes int64
 	requestDone       bool // phase 2 has run
@@ -151,7 +153,8 @@ func (s *Stream) OnRequestHeaders(req RequestHead) Decision {
 	s.startTimer()
 	defer s.stopTimer()
 
-	s.tx = s.engine.newTransaction(req.RequestID)
+	s.tx = s.engine.newTransaction()
+	s.clientRequestID = req.ClientRequestID
 	s.outcome.Inspected = true
 	s.protocol = corazaProtocol(req.Protocol)
 	s.policy = s.bodies.policyFor(req)
@@ -376,7 +379,7 @@ func (s *Stream) Complete() Outcome {
 	s.outcome.AccelDisagreements = s.engine.finishTransaction(s.tx)
 	if err := s.tx.Close(); err != nil {
 		s.outcome.Errors++
-		s.logf(LevelWarn, "closing transaction %s: %v", s.tx.ID(), err)
+		s.logf(LevelWarn, "closing %s: %v", s.txLabel(), err)
 	}
 	s.stopTimer()
 	s.tx = nil
@@ -390,7 +393,7 @@ func (s *Stream) refuseTunnel(phase string) Decision {
 	v := &Verdict{Action: "deny", Status: 403, Phase: phase}
 	s.outcome.Blocked = v
 	s.replied = true
-	s.logf(LevelInfo, "[corazawaf] transaction %s refused: a tunnel (upgrade or CONNECT) that stream_bodies.upgrades does not list carried data", s.tx.ID())
+	s.logf(LevelInfo, "[corazawaf] %s refused: a tunnel (upgrade or CONNECT) that stream_bodies.upgrades does not list carried data", s.txLabel())
 	return Decision{Action: Reply, Reply: &LocalReply{Status: 403, Body: s.settings.DenyResponse.Body,
 		Headers: s.denyHeaders(), Details: "corazawaf_tunnel_not_streamed", Verdict: v}}
 }
@@ -411,8 +414,8 @@ func (s *Stream) interrupt(it *types.Interruption, phase string) Decision {
 	v := &Verdict{RuleID: it.RuleID, Action: it.Action, Status: interruptionStatus(it), Phase: phase}
 	s.outcome.Blocked = v
 	s.replied = true
-	s.logf(LevelInfo, "[corazawaf] transaction %s interrupted by rule %d in %s: %s, status %d",
-		s.tx.ID(), v.RuleID, phase, v.Action, v.Status)
+	s.logf(LevelInfo, "[corazawaf] %s interrupted by rule %d in %s: %s, status %d",
+		s.txLabel(), v.RuleID, phase, v.Action, v.Status)
 	return Decision{Action: Reply, Reply: s.denyReply(v, it)}
 }
 
@@ -475,13 +478,27 @@ func envoyTakesForGRPC(req RequestHead) bool {
 // fail handles a Coraza error by the configured failure mode.
 func (s *Stream) fail(where string, err error) Decision {
 	s.outcome.Errors++
-	s.logf(LevelError, "[corazawaf] %s of transaction %s failed: %v", where, s.tx.ID(), err)
+	s.logf(LevelError, "[corazawaf] %s of %s failed: %v", where, s.txLabel(), err)
 	if s.settings.FailureMode == FailOpen {
 		s.requestDone, s.responseDone = true, true
 		return Decision{}
 	}
 	s.replied = true
 	return Decision{Action: Reply, Reply: s.FailureReply()}
+}
+
+// TransactionID is the id of the stream's transaction ("" when none runs).
+func (s *Stream) TransactionID() string {
+	if s.tx == nil {
+		return ""
+	}
+	return s.tx.ID()
+}
+
+// txLabel names the transaction in log lines, with the client's
+// x-request-id as a field of its own.
+func (s *Stream) txLabel() string {
+	return "transaction " + s.tx.ID() + " (x-request-id " + loggedRequestID(s.clientRequestID) + ")"
 }
 
 func (s *Stream) startTimer() { s.inspectionStart = time.Now() }

@@ -115,6 +115,10 @@ func envoy_dynamic_module_on_http_filter_request_headers(envoyPtr C.envoy_dynami
 		panic(fmt.Errorf("starting the stream: %w", err))
 	}
 	d := f.stream.OnRequestHeaders(s.requestHead(bool(endOfStream)))
+	if id := f.stream.TransactionID(); id != "" {
+		// The access log can then join Envoy's line to the WAF's.
+		s.setMetadataString(f.namespace(), "transaction_id", id)
+	}
 	return pick(f.apply(s, d), reqHeadersContinue, reqHeadersStop)
 }
 
