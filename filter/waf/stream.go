@@ -386,6 +386,22 @@ func (s *Stream) Complete() Outcome {
 	return s.outcome
 }
 
+// Release closes the transaction without the logging phase, for a stream
+// whose inspection broke off (a panic): Close deletes the files Coraza
+// spilled large bodies to and returns its buffers. It is idempotent, and
+// a no-op after Complete.
+func (s *Stream) Release() error {
+	tx := s.tx
+	if tx == nil {
+		return nil
+	}
+	s.tx = nil
+	if err := tx.Close(); err != nil {
+		return fmt.Errorf("closing transaction %s: %w", tx.ID(), err)
+	}
+	return nil
+}
+
 // refuseTunnel answers a tunnel the operator did not opt in (see
 // StreamBodies) when it carries data: nothing of it reaches the backend.
 // Once the backend has answered, Envoy turns the reply into a reset.

@@ -240,6 +240,7 @@ func envoy_dynamic_module_on_http_filter_stream_complete(envoyPtr C.envoy_dynami
 	defer func() {
 		if r := recover(); r != nil {
 			onPanic(f, s, "stream_complete", r, 0, 0)
+			f.release() // Complete broke off: the transaction is still open
 		}
 	}()
 	f = objectOf[httpFilter](modulePtr)
@@ -247,7 +248,11 @@ func envoy_dynamic_module_on_http_filter_stream_complete(envoyPtr C.envoy_dynami
 		return
 	}
 	f.complete = true
-	if f.stream == nil || f.failed || f.abandonInspection() {
+	if f.stream == nil || f.abandonInspection() {
+		return
+	}
+	if f.failed {
+		f.release()
 		return
 	}
 	outcome := f.stream.Complete()
@@ -261,13 +266,13 @@ func envoy_dynamic_module_on_http_filter_stream_complete(envoyPtr C.envoy_dynami
 func envoy_dynamic_module_on_http_filter_destroy(modulePtr C.envoy_dynamic_module_type_http_filter_module_ptr) {
 	defer recoverQuietly("http_filter_destroy")
 	f := objectOf[httpFilter](modulePtr)
-	if !f.complete && f.stream != nil && !f.failed && !f.abandonInspection() {
+	defer deleteHandle(modulePtr)
+	if !f.complete && f.stream != nil && !f.abandonInspection() {
 		// Envoy always reports completion first; this only guards against a
 		// transaction staying open (or an inspection committing to a
 		// stream that is gone) if it ever does not.
-		f.stream.Complete()
+		f.endTransaction(f.failed)
 	}
-	deleteHandle(modulePtr)
 }
 
 // apply carries out a decision's side effects and reports the action left

@@ -116,7 +116,7 @@ func (f *httpFilter) offload(s stream, work func() waf.Decision) bool {
 func (f *httpFilter) inspect(in *inspection, work func() waf.Decision, scheduler C.envoy_dynamic_module_type_http_filter_scheduler_module_ptr) {
 	result, panicked := runRecovered(work)
 	if f.commit(in, result, panicked, scheduler) {
-		f.closeAbandoned()
+		f.closeAbandoned(panicked != nil)
 	}
 	C.envoy_dynamic_module_callback_http_filter_scheduler_delete(scheduler)
 }
@@ -152,12 +152,10 @@ func runRecovered(work func() waf.Decision) (d waf.Decision, p *offWorkerPanic) 
 }
 
 // closeAbandoned ends the transaction of a stream Envoy completed while it
-// was being inspected. Its metrics are lost with the stream.
-func (f *httpFilter) closeAbandoned() {
-	defer recoverQuietly("closing an abandoned inspection")
-	if !f.failed {
-		f.stream.Complete()
-	}
+// was being inspected; after a panic in the inspection, without the
+// logging phase. Its metrics are lost with the stream.
+func (f *httpFilter) closeAbandoned(panicked bool) {
+	f.endTransaction(panicked || f.failed)
 }
 
 // abandonInspection is called when Envoy completes a stream. It reports
