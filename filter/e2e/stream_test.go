@@ -191,3 +191,21 @@ func (p *proxy) rawStatus(t *testing.T, raw string) (int, string) {
 	defer resp.Body.Close()
 	return resp.StatusCode, resp.Header.Get("X-Backend-Body-Bytes")
 }
+
+// A gRPC call the filter fails closed on is not answered "OK": Envoy sends
+// the failure reply in gRPC form, with the status the filter gives it.
+func TestFailedGRPCCallIsNotOK(t *testing.T) {
+	p := startProxy(t, proxyOptions{config: panicConfig(t, "closed"), module: modulePath(t, "CORAZAWAF_TEST_MODULE", "test/libcorazawaf.so")})
+	for _, step := range []string{"request_headers", "request_body"} {
+		n := p.reached(func() {
+			resp := p.do(t, request{path: "/svc/Method", body: "id=1", contentType: "application/grpc", http2: true,
+				headers: map[string]string{"x-corazawaf-panic": step}})
+			if got := resp.headers.Values("Grpc-Status"); resp.status != 200 || len(got) != 1 || got[0] != "14" {
+				t.Errorf("panic in %s: status %d, grpc-status %q; want 200 with grpc-status 14 (UNAVAILABLE, for 503)", step, resp.status, got)
+			}
+		})
+		if n != 0 {
+			t.Errorf("panic in %s: the backend got the call", step)
+		}
+	}
+}

@@ -145,6 +145,7 @@ func NewStream(settings *Config, engine *Engine, log Logger) *Stream {
 // OnRequestHeaders runs phase 1 and, when the request has no body or its
 // body is not inspected, phase 2.
 func (s *Stream) OnRequestHeaders(req RequestHead) Decision {
+	s.grpc = envoyTakesForGRPC(req) // first: a panic's failure reply needs it
 	s.choosePanicStep(req)
 	s.testPanic("request_headers")
 	if s.engine == nil {
@@ -158,7 +159,6 @@ func (s *Stream) OnRequestHeaders(req RequestHead) Decision {
 	s.outcome.Inspected = true
 	s.protocol = corazaProtocol(req.Protocol)
 	s.policy = s.bodies.policyFor(req)
-	s.grpc = envoyTakesForGRPC(req)
 
 	s.tx.ProcessConnection(req.Conn.ClientIP, req.Conn.ClientPort, req.Conn.ServerIP, req.Conn.ServerPort)
 	s.tx.ProcessURI(requestTarget(req), req.Method, s.protocol)
@@ -411,7 +411,7 @@ func (s *Stream) refuseTunnel(phase string) Decision {
 	s.replied = true
 	s.logf(LevelInfo, "[corazawaf] %s refused: a tunnel (upgrade or CONNECT) that stream_bodies.upgrades does not list carried data", s.txLabel())
 	return Decision{Action: Reply, Reply: &LocalReply{Status: 403, Body: s.settings.DenyResponse.Body,
-		Headers: s.denyHeaders(), Details: "corazawaf_tunnel_not_streamed", Verdict: v}}
+		Headers: append(s.denyHeaders(), s.grpcStatus(403)...), Details: "corazawaf_tunnel_not_streamed", Verdict: v}}
 }
 
 // MarkReplied tells the stream a local reply was sent for it (by us, after
@@ -420,7 +420,8 @@ func (s *Stream) MarkReplied() { s.replied = true }
 
 // FailureReply is the fail-closed answer to an internal error.
 func (s *Stream) FailureReply() *LocalReply {
-	return &LocalReply{Status: s.settings.FailureStatus, Details: "corazawaf_internal_error"}
+	return &LocalReply{Status: s.settings.FailureStatus, Headers: s.grpcStatus(s.settings.FailureStatus),
+		Details: "corazawaf_internal_error"}
 }
 
 // FailOpen reports whether internal errors let the stream through.
@@ -451,7 +452,7 @@ func (s *Stream) detectAfter(phase string, d Decision) Decision {
 func (s *Stream) denyReply(v *Verdict, it *types.Interruption) *LocalReply {
 	r := &LocalReply{Status: v.Status, Body: s.settings.DenyResponse.Body, Verdict: v,
 		Details: "corazawaf_denied_rule_" + strconv.Itoa(v.RuleID)}
-	r.Headers = s.denyHeaders()
+	r.Headers = append(s.denyHeaders(), s.grpcStatus(v.Status)...)
 	switch it.Action {
 	case "redirect":
 		r.Headers = append(r.Headers, Header{Name: "location", Value: it.Data})
@@ -466,29 +467,7 @@ func (s *Stream) denyHeaders() []Header {
 	for name, value := range s.settings.DenyResponse.Headers {
 		headers = append(headers, Header{Name: name, Value: value})
 	}
-	if s.grpc {
-		// Envoy sends a local reply to a gRPC request as HTTP 200 with the
-		// reply's grpc-status, which the dynamic-module ABI leaves at 0
-		// (OK): without this a denied call looks successful to its client.
-		headers = append(headers, Header{Name: "grpc-status", Value: grpcPermissionDenied},
-			Header{Name: "grpc-message", Value: "denied by corazawaf"})
-	}
 	return headers
-}
-
-// grpcPermissionDenied is gRPC's status code 7, Envoy's mapping of 403.
-const grpcPermissionDenied = "7"
-
-// envoyTakesForGRPC mirrors Envoy's test for a gRPC request, which decides
-// the form of local replies: a content type of exactly "application/grpc"
-// or starting with "application/grpc+" (case-sensitive).
-func envoyTakesForGRPC(req RequestHead) bool {
-	for _, ct := range headerValues(req.Headers, "content-type") {
-		if rest, ok := strings.CutPrefix(ct, "application/grpc"); ok && (rest == "" || rest[0] == '+') {
-			return true
-		}
-	}
-	return false
 }
 
 // fail handles a Coraza error by the configured failure mode.

@@ -262,3 +262,38 @@ func TestEventStreamResponseStreams(t *testing.T) {
 		})
 	}
 }
+
+// The filter's replies to what Envoy takes for gRPC carry a gRPC status of
+// their own (Envoy's would say OK); other requests get none.
+func TestGRPCRepliesCarryTheirStatus(t *testing.T) {
+	cfg := streamConfig(t, StreamBodies{})
+	cfg.FailureStatus = 503
+	e := mustEngine(t, cfg)
+	tests := []struct {
+		contentType string
+		wantDeny    string // grpc-status of a denial, "" for none
+		wantFailure string
+	}{
+		{"application/grpc", "7", "14"},
+		{"application/grpc+proto", "7", "14"},
+		{"Application/GRPC", "", ""}, // Envoy's test is case-sensitive
+		{"application/grpc-web", "", ""},
+		{"application/x-www-form-urlencoded", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.contentType, func(t *testing.T) {
+			s := NewStream(&cfg, e, nil)
+			defer s.Complete()
+			d := sendRequest(s, post("/api", tt.contentType, len(grpcAttack)), []byte(grpcAttack), 64)
+			if d.Action != Reply {
+				t.Fatalf("decision %+v", d)
+			}
+			if got := headerValues(d.Reply.Headers, "grpc-status"); len(got) > 1 || strings.Join(got, "") != tt.wantDeny {
+				t.Errorf("denial grpc-status %q, want %q", got, tt.wantDeny)
+			}
+			if got := headerValues(s.FailureReply().Headers, "grpc-status"); strings.Join(got, "") != tt.wantFailure {
+				t.Errorf("failure grpc-status %q, want %q", got, tt.wantFailure)
+			}
+		})
+	}
+}

@@ -32,7 +32,12 @@ func onPanic[T any](f *httpFilter, s stream, hook string, recovered any, closed,
 	}
 	if !f.replied && !f.complete {
 		f.replied = true
-		s.sendReply(&waf.LocalReply{Status: failureStatus(f), Details: "corazawaf_panic"})
+		reply := &waf.LocalReply{Status: failureStatus(f)}
+		if f.stream != nil {
+			reply = f.stream.FailureReply() // in gRPC form for a gRPC request
+		}
+		reply.Details = "corazawaf_panic"
+		s.sendReply(reply)
 	}
 	return closed
 }
