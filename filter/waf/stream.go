@@ -176,7 +176,9 @@ func (s *Stream) OnRequestHeaders(req RequestHead) Decision {
 	if s.policy == tunnelRefused && declaresBody(req) {
 		// The body of a tunnel request cannot be told from the tunnel: Envoy
 		// never ends it, so it could only be held forever or let through.
-		return s.refuseTunnel("request_headers")
+		if d, refused := s.refuseTunnel("request_headers"); refused {
+			return d
+		}
 	}
 	if req.EndOfStream || s.policy != bodyInspected || !s.tx.IsRequestBodyAccessible() {
 		// Phase 2 always runs: CRS decides on the anomaly score there. When
@@ -193,7 +195,9 @@ func (s *Stream) OnRequestHeaders(req RequestHead) Decision {
 func (s *Stream) OnRequestBody(frames [][]byte, endOfStream bool) Decision {
 	s.testPanic("request_body")
 	if s.tx != nil && s.policy == tunnelRefused && !s.replied && len(frames) > 0 {
-		return s.refuseTunnel("request_body")
+		if d, refused := s.refuseTunnel("request_body"); refused {
+			return d
+		}
 	}
 	if s.tx == nil || s.requestDone || s.replied {
 		return Decision{}
@@ -377,12 +381,14 @@ func (s *Stream) Complete() Outcome {
 	s.startTimer()
 	s.tx.ProcessLogging()
 	s.outcome.AccelDisagreements = s.engine.finishTransaction(s.tx)
-	if err := s.tx.Close(); err != nil {
+	label := s.txLabel()
+	err := s.tx.Close()
+	s.tx = nil // closed: nothing may close it again (see Release)
+	if err != nil {
 		s.outcome.Errors++
-		s.logf(LevelWarn, "closing %s: %v", s.txLabel(), err)
+		s.logf(LevelWarn, "closing %s: %v", label, err)
 	}
 	s.stopTimer()
-	s.tx = nil
 	return s.outcome
 }
 
@@ -404,14 +410,26 @@ func (s *Stream) Release() error {
 
 // refuseTunnel answers a tunnel the operator did not opt in (see
 // StreamBodies) when it carries data: nothing of it reaches the backend.
-// Once the backend has answered, Envoy turns the reply into a reset.
-func (s *Stream) refuseTunnel(phase string) Decision {
-	v := &Verdict{Action: "deny", Status: 403, Phase: phase}
+// Once the backend has answered, Envoy turns the reply into a reset. The
+// refusal goes through Coraza's interruption, so the rule engine's mode
+// applies as to any rule: under DetectionOnly (mode detect) it is only
+// recorded, refused is false, and the tunnel streams from then on.
+func (s *Stream) refuseTunnel(phase string) (d Decision, refused bool) {
+	it := &types.Interruption{Action: "deny", Status: 403, Data: "tunnel not listed in stream_bodies.upgrades"}
+	if tx, ok := s.tx.(interface{ Interrupt(*types.Interruption) }); ok {
+		tx.Interrupt(it)
+		if !s.tx.IsInterrupted() {
+			s.policy = bodyStreamed
+			s.logf(LevelInfo, "[corazawaf] %s: a tunnel (upgrade or CONNECT) that stream_bodies.upgrades does not list carried data; not refused (rule engine not On)", s.txLabel())
+			return s.detectAfter(phase, Decision{}), false
+		}
+	} // else: this Coraza cannot be told to interrupt; refuse all the same
+	v := &Verdict{Action: it.Action, Status: it.Status, Phase: phase}
 	s.outcome.Blocked = v
 	s.replied = true
 	s.logf(LevelInfo, "[corazawaf] %s refused: a tunnel (upgrade or CONNECT) that stream_bodies.upgrades does not list carried data", s.txLabel())
-	return Decision{Action: Reply, Reply: &LocalReply{Status: 403, Body: s.settings.DenyResponse.Body,
-		Headers: append(s.denyHeaders(), s.grpcStatus(403)...), Details: "corazawaf_tunnel_not_streamed", Verdict: v}}
+	return Decision{Action: Reply, Reply: &LocalReply{Status: it.Status, Body: s.settings.DenyResponse.Body,
+		Headers: append(s.denyHeaders(), s.grpcStatus(it.Status)...), Details: "corazawaf_tunnel_not_streamed", Verdict: v}}, true
 }
 
 // MarkReplied tells the stream a local reply was sent for it (by us, after

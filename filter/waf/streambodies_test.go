@@ -297,3 +297,23 @@ func TestGRPCRepliesCarryTheirStatus(t *testing.T) {
 		})
 	}
 }
+
+// Detect mode never blocks: an unlisted tunnel's data is recorded as what
+// would have been refused, and passes.
+func TestTunnelRefusalFollowsTheRuleEngine(t *testing.T) {
+	cfg := streamConfig(t, StreamBodies{})
+	cfg.Mode = ModeDetect
+	s := NewStream(&cfg, mustEngine(t, cfg), nil)
+	if d := s.OnRequestHeaders(websocketGet()); d.Action != Continue {
+		t.Fatalf("handshake: %+v", d)
+	}
+	for range 2 {
+		if d := s.OnRequestBody([][]byte{[]byte("data")}, false); d.Action != Continue {
+			t.Fatalf("detect mode refused tunnel data: %+v", d)
+		}
+	}
+	out := s.Complete()
+	if out.Blocked != nil || out.Detected == nil || out.Detected.Status != 403 || out.Detected.Phase != "request_body" {
+		t.Fatalf("outcome %+v / detected %+v, want a detected, unblocked refusal", out.Blocked, out.Detected)
+	}
+}
