@@ -94,6 +94,21 @@ func TestStreamingLabelsDoNotBypassInspection(t *testing.T) {
 	// request (a Go server reads no body and leaves the bytes for a next
 	// request) and no answer comes back within 5 s; Envoy does the same with
 	// the filter off on the route.
+	// Two Content-Type headers: the backend may read either; never streamed.
+	t.Run("duplicate Content-Type", func(t *testing.T) {
+		for _, route := range []string{"/api", optInPrefix + "/api"} {
+			var status int
+			n := p.reached(func() {
+				status, _ = p.rawStatus(t, "POST "+route+" HTTP/1.1\r\nHost: shop.wafsweep.test\r\nUser-Agent: wafsweep-e2e/1.0\r\nAccept: */*\r\n"+
+					"Content-Type: application/grpc\r\nContent-Type: application/x-www-form-urlencoded\r\n"+
+					fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(sqliForm), sqliForm))
+			})
+			t.Logf("%s: status %d (%s), backend got %d", route, status, p.lastDetails(t), n)
+			if n != 0 {
+				t.Errorf("BYPASS %s: status %d, backend got %d requests", route, status, n)
+			}
+		}
+	})
 	t.Run("upgrade headers on a POST", func(t *testing.T) {
 		for _, tt := range []struct {
 			name, headers string
