@@ -172,6 +172,11 @@ func TestTunnelWithBodyIsRefused(t *testing.T) {
 			t.Fatalf("%s: %+v", h.Name, d)
 		}
 	}
+	s := NewStream(&cfg, mustEngine(t, cfg), nil)
+	defer s.Complete()
+	if d := s.OnRequestHeaders(websocketGet(Header{"content-length", "0"})); d.Action != Continue {
+		t.Fatalf("a handshake with Content-Length: 0 declares no body: %+v", d)
+	}
 }
 
 func TestStreamBodiesValidation(t *testing.T) {
