@@ -65,6 +65,7 @@ type proxyOptions struct {
 	asStruct bool // pass config as a google.protobuf.Struct
 	workers  int  // Envoy's --concurrency; default 2
 	env      []string
+	upgrades []string // the HCM's upgrade_configs (e.g. "websocket")
 }
 
 // startProxy starts backend and Envoy; both are stopped when the test ends.
@@ -105,7 +106,7 @@ func tryStartProxy(t testing.TB, o proxyOptions) (*proxy, error) {
 	bootstrap, err := envoyconfig.Build(envoyconfig.Options{
 		AdminPort: ports[1], ListenPort: ports[0], UpstreamPort: be.Port(), Routes: o.routes,
 		WAF:           &envoyconfig.WAFFilter{ModulePath: o.module, ConfigJSON: o.config, ConfigAsStruct: o.asStruct},
-		AccessLogPath: p.accLog,
+		AccessLogPath: p.accLog, UpgradeTypes: o.upgrades,
 	})
 	if err != nil {
 		return nil, err

@@ -158,3 +158,28 @@ func TestClientGoneDuringInspectionOffTheWorker(t *testing.T) {
 		t.Fatal("Envoy exited")
 	}
 }
+
+// Inspections still queued when their client goes away are skipped: with
+// one inspection thread busy on the first body, the bodies dropped behind
+// it are never inspected, and Envoy keeps serving.
+func TestQueuedInspectionOfAGoneClientIsSkipped(t *testing.T) {
+	p := startProxy(t, proxyOptions{config: fullCRSConfig(t, `{"threads":1}`), logLevel: "debug"})
+	body := shapeBody(t, plan.ShapeJSON50K)
+	for range 6 {
+		conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", p.port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST /api/orders HTTP/1.1\r\nHost: shop.wafsweep.test\r\nUser-Agent: wafsweep-e2e/1.0\r\n"+
+			"Accept: */*\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		time.Sleep(20 * time.Millisecond)
+		conn.Close()
+	}
+	eventually(t, "a skipped inspection logged", func() bool {
+		return strings.Contains(p.log(t), "queued inspection skipped")
+	})
+	if resp := p.do(t, request{path: "/api/orders", body: body, contentType: "application/json"}); resp.status != 200 {
+		t.Fatalf("after skipped inspections: status %d", resp.status)
+	}
+	t.Logf("%d of 6 dropped inspections skipped", strings.Count(p.log(t), "queued inspection skipped"))
+}

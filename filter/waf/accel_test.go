@@ -27,7 +27,7 @@ func accelEngine(t testing.TB, tier, mode string, log Logger, extra ...string) *
 // matchedIDs drives one request and returns the ids of the rules that
 // matched, sorted, and the shadow disagreements.
 func matchedIDs(e *Engine, req RequestHead, body []byte) ([]int, int) {
-	tx := e.newTransaction("")
+	tx := e.newTransaction()
 	drive(tx, req, body)
 	tx.ProcessLogging()
 	disagreements := e.finishTransaction(tx)

@@ -24,7 +24,7 @@ func BenchmarkEngine(b *testing.B) {
 	forEachTierShape(b, func(b *testing.B, cfg Config, e *Engine, shape plan.Shape) {
 		req := shapeRequest(shape)
 		for b.Loop() {
-			tx := e.newTransaction("")
+			tx := e.newTransaction()
 			drive(tx, req, shape.Body)
 			tx.ProcessLogging()
 			tx.Close()

@@ -74,6 +74,9 @@ type Config struct {
 	// thread, so that one expensive inspection does not stall the other
 	// streams on that worker.
 	OffWorker OffWorker `json:"off_worker"`
+	// StreamBodies names the requests whose bodies stream to the backend
+	// uninspected (default: none; see filter/README.md).
+	StreamBodies StreamBodies `json:"stream_bodies"`
 
 	// testHooks is only accepted by builds with the corazawaf_testhooks tag.
 	TestHooks *TestHooks `json:"test_hooks,omitempty"`
@@ -170,6 +173,7 @@ func (c *Config) applyDefaults() {
 	if c.OffWorker.MinBodyBytes == 0 {
 		c.OffWorker.MinBodyBytes = DefaultOffWorkerMinBodyBytes
 	}
+	c.StreamBodies.normalize()
 }
 
 func (c Config) validate() error {
@@ -207,6 +211,7 @@ func (c Config) validate() error {
 	if _, err := accel.ParseMode(c.Acceleration); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, c.StreamBodies.validate("stream_bodies"))
 	if c.TestHooks != nil {
 		errs = append(errs, validateTestHooks(*c.TestHooks))
 	}
@@ -227,6 +232,9 @@ type RouteConfig struct {
 	// Acceleration of the route's own rule set, as the listener's
 	// (default: the build's); meaningless without directives.
 	Acceleration string `json:"acceleration"`
+	// StreamBodies, when present, replaces the listener's stream_bodies on
+	// the route (an empty object streams nothing there).
+	StreamBodies *StreamBodies `json:"stream_bodies"`
 }
 
 // ParseRouteConfig decodes and validates a per-route configuration.
@@ -256,6 +264,12 @@ func ParseRouteConfig(data []byte) (RouteConfig, error) {
 	}
 	if _, err := accel.ParseMode(rc.Acceleration); err != nil {
 		return rc, fmt.Errorf("per-route %w", err)
+	}
+	if rc.StreamBodies != nil {
+		rc.StreamBodies.normalize()
+		if err := rc.StreamBodies.validate("per-route stream_bodies"); err != nil {
+			return rc, err
+		}
 	}
 	return rc, nil
 }

@@ -185,12 +185,10 @@ func (e *Engine) Close() {
 	}
 }
 
-// newTransaction starts a transaction, using Envoy's request id when there is one.
-func (e *Engine) newTransaction(id string) types.Transaction {
-	if id != "" {
-		return e.waf.NewTransactionWithID(id)
-	}
-	return e.waf.NewTransaction()
+// newTransaction starts a transaction with an id of the module's own (see
+// txIDSource).
+func (e *Engine) newTransaction() types.Transaction {
+	return e.waf.NewTransactionWithID(transactionIDs.next())
 }
 
 // matchedRuleLogger writes ModSecurity-style lines, the form go-ftw and

@@ -44,12 +44,16 @@ func (f *Filter) Engine() *Engine { return f.engine }
 // NewStream starts a stream; route is the most specific per-route
 // configuration, or nil.
 func (f *Filter) NewStream(route *Route) (*Stream, error) {
-	engine := f.engine
-	if route != nil {
-		var err error
-		if engine, err = route.Engine(f.engine); err != nil {
-			return nil, fmt.Errorf("per-route rule set: %w", err)
-		}
+	if route == nil {
+		return NewStream(&f.settings, f.engine, f.log), nil
 	}
-	return NewStream(&f.settings, engine, f.log), nil
+	engine, err := route.Engine(f.engine)
+	if err != nil {
+		return nil, fmt.Errorf("per-route rule set: %w", err)
+	}
+	s := NewStream(&f.settings, engine, f.log)
+	if route.bodies != nil {
+		s.bodies = route.bodies
+	}
+	return s, nil
 }

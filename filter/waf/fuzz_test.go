@@ -13,6 +13,8 @@ func FuzzParseConfig(f *testing.F) {
 		`{"directives":["SecRuleEngine On"]}`,
 		`{"mode":"detect","failure_mode":"open","failure_status":503,"inspect_response":false}`,
 		`{"deny_response":{"body":"x","headers":{"a":"b"}},"audit_log":"/tmp/a","audit_engine":"On"}`,
+		`{"stream_bodies":{"content_types":["Application/GRPC"],"upgrades":["websocket","CONNECT"]}}`,
+		`{"stream_bodies":{"content_types":["application/*"],"upgrades":["a, b"]}}`,
 		`{"directives":"not a list"}`, `{}`, ``, `null`, `[]`, `{"mode":""}`, `{"failure_status":-1}`,
 	} {
 		f.Add([]byte(seed))
@@ -36,6 +38,7 @@ func FuzzParseConfig(f *testing.F) {
 				t.Fatalf("accepted a directive with CR: %q", d)
 			}
 		}
+		checkStreamBodies(t, cfg.StreamBodies)
 	})
 }
 
@@ -55,5 +58,24 @@ func FuzzParseRouteConfig(f *testing.F) {
 		if rc.Mode != ModeBlock && rc.Mode != ModeDetect && rc.Mode != ModeOff {
 			t.Fatalf("accepted mode %q", rc.Mode)
 		}
+		if rc.StreamBodies != nil {
+			checkStreamBodies(t, *rc.StreamBodies)
+		}
 	})
+}
+
+// checkStreamBodies: accepted entries are lowercase and could match a
+// request (a media type without parameters or wildcards, one protocol).
+func checkStreamBodies(t *testing.T, sb StreamBodies) {
+	t.Helper()
+	for _, ct := range sb.ContentTypes {
+		if mt, ok := mediaType(ct); !ok || mt != ct {
+			t.Fatalf("accepted content type %q", ct)
+		}
+	}
+	for _, u := range sb.Upgrades {
+		if u != strings.ToLower(u) || strings.ContainsAny(u, ", \t;") {
+			t.Fatalf("accepted upgrade %q", u)
+		}
+	}
 }

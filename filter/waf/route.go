@@ -9,14 +9,15 @@ import (
 // Route is a compiled per-route configuration.
 type Route struct {
 	mode   Mode
-	engine *Engine // the route's own rule set, when it has directives
+	engine *Engine       // the route's own rule set, when it has directives
+	bodies *StreamBodies // the route's stream_bodies; nil: the listener's
 }
 
 // NewRoute builds a per-route configuration. A route with directives gets
 // its own rule set, built with the same defaults as the listener's and
 // accelerated as the route's configuration says.
 func NewRoute(rc RouteConfig, log Logger) (*Route, error) {
-	r := &Route{mode: rc.Mode}
+	r := &Route{mode: rc.Mode, bodies: rc.StreamBodies}
 	if len(rc.Directives) == 0 {
 		return r, nil
 	}

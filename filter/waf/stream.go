@@ -35,8 +35,9 @@ type RequestHead struct {
 	Protocol string
 	// Headers are the regular (non-pseudo) headers.
 	Headers []Header
-	// RequestID is Envoy's x-request-id, used as the transaction id.
-	RequestID string
+	// ClientRequestID is the request's x-request-id, which the client may
+	// have chosen: it is logged next to the transaction id, never used as it.
+	ClientRequestID string
 	// EndOfStream is true when the request has no body.
 	EndOfStream bool
 }
@@ -115,12 +116,15 @@ const bodyHeadroom = 1 << 20
 // concurrent use.
 type Stream struct {
 	settings *Config
+	bodies   *StreamBodies // what streams uninspected: the route's or the listener's
 	engine   *Engine
 	log      Logger
 
 	tx                types.Transaction
 	protocol          string
-	streaming         bool // upgrade, gRPC or SSE: bodies are not buffered
+	policy            bodyPolicy // what the request's headers made of its body
+	grpc              bool       // Envoy answers this request's local replies in gRPC form
+	clientRequestID   string     // the request's x-request-id, for logs only
 	requestBodyBytes  int64
 	responseBodyBytes int64
 	requestDone       bool // phase 2 has run
@@ -135,12 +139,13 @@ type Stream struct {
 // NewStream starts inspecting a stream with engine, or passes it through
 // untouched when engine is nil (WAF off for the route).
 func NewStream(settings *Config, engine *Engine, log Logger) *Stream {
-	return &Stream{settings: settings, engine: engine, log: log}
+	return &Stream{settings: settings, bodies: &settings.StreamBodies, engine: engine, log: log}
 }
 
 // OnRequestHeaders runs phase 1 and, when the request has no body or its
 // body is not inspected, phase 2.
 func (s *Stream) OnRequestHeaders(req RequestHead) Decision {
+	s.grpc = envoyTakesForGRPC(req) // first: a panic's failure reply needs it
 	s.choosePanicStep(req)
 	s.testPanic("request_headers")
 	if s.engine == nil {
@@ -149,10 +154,11 @@ func (s *Stream) OnRequestHeaders(req RequestHead) Decision {
 	s.startTimer()
 	defer s.stopTimer()
 
-	s.tx = s.engine.newTransaction(req.RequestID)
+	s.tx = s.engine.newTransaction()
+	s.clientRequestID = req.ClientRequestID
 	s.outcome.Inspected = true
 	s.protocol = corazaProtocol(req.Protocol)
-	s.streaming = isStreamingRequest(req)
+	s.policy = s.bodies.policyFor(req)
 
 	s.tx.ProcessConnection(req.Conn.ClientIP, req.Conn.ClientPort, req.Conn.ServerIP, req.Conn.ServerPort)
 	s.tx.ProcessURI(requestTarget(req), req.Method, s.protocol)
@@ -167,9 +173,17 @@ func (s *Stream) OnRequestHeaders(req RequestHead) Decision {
 	if it := s.tx.ProcessRequestHeaders(); it != nil {
 		return s.interrupt(it, "request_headers")
 	}
-	if req.EndOfStream || s.streaming || !s.tx.IsRequestBodyAccessible() {
+	if s.policy == tunnelRefused && declaresBody(req) {
+		// The body of a tunnel request cannot be told from the tunnel: Envoy
+		// never ends it, so it could only be held forever or let through.
+		if d, refused := s.refuseTunnel("request_headers"); refused {
+			return d
+		}
+	}
+	if req.EndOfStream || s.policy != bodyInspected || !s.tx.IsRequestBodyAccessible() {
 		// Phase 2 always runs: CRS decides on the anomaly score there. When
-		// the body is not inspected it can run now, and the body streams.
+		// the body is not inspected it can run now: an opted-in body then
+		// streams, and a refused tunnel's first data is answered.
 		return s.finishRequest()
 	}
 	return Decision{Action: Hold, BufferLimit: bufferLimitFor(s.engine.limits.RequestBodyLimit)}
@@ -180,6 +194,11 @@ func (s *Stream) OnRequestHeaders(req RequestHead) Decision {
 // Phase 2 of a large body is deferred (see OffWorker).
 func (s *Stream) OnRequestBody(frames [][]byte, endOfStream bool) Decision {
 	s.testPanic("request_body")
+	if s.tx != nil && s.policy == tunnelRefused && !s.replied && len(frames) > 0 {
+		if d, refused := s.refuseTunnel("request_body"); refused {
+			return d
+		}
+	}
 	if s.tx == nil || s.requestDone || s.replied {
 		return Decision{}
 	}
@@ -295,7 +314,8 @@ func (s *Stream) OnResponseHeaders(status int, headers []Header, endOfStream boo
 		return s.interrupt(it, "response_headers")
 	}
 	inspectBody := s.tx.IsResponseBodyAccessible() && s.tx.IsResponseBodyProcessable()
-	if endOfStream || s.streaming || isEventStream(contentType) || !inspectBody {
+	// A tunnel's response is the tunnel; an event stream never ends.
+	if endOfStream || s.policy != bodyInspected || isEventStream(contentType) || !inspectBody {
 		return s.finishResponse()
 	}
 	s.responseHeld = true
@@ -361,13 +381,55 @@ func (s *Stream) Complete() Outcome {
 	s.startTimer()
 	s.tx.ProcessLogging()
 	s.outcome.AccelDisagreements = s.engine.finishTransaction(s.tx)
-	if err := s.tx.Close(); err != nil {
+	label := s.txLabel()
+	err := s.tx.Close()
+	s.tx = nil // closed: nothing may close it again (see Release)
+	if err != nil {
 		s.outcome.Errors++
-		s.logf(LevelWarn, "closing transaction %s: %v", s.tx.ID(), err)
+		s.logf(LevelWarn, "closing %s: %v", label, err)
 	}
 	s.stopTimer()
-	s.tx = nil
 	return s.outcome
+}
+
+// Release closes the transaction without the logging phase, for a stream
+// whose inspection broke off (a panic): Close deletes the files Coraza
+// spilled large bodies to and returns its buffers. It is idempotent, and
+// a no-op after Complete.
+func (s *Stream) Release() error {
+	tx := s.tx
+	if tx == nil {
+		return nil
+	}
+	s.tx = nil
+	if err := tx.Close(); err != nil {
+		return fmt.Errorf("closing transaction %s: %w", tx.ID(), err)
+	}
+	return nil
+}
+
+// refuseTunnel answers a tunnel the operator did not opt in (see
+// StreamBodies) when it carries data: nothing of it reaches the backend.
+// Once the backend has answered, Envoy turns the reply into a reset. The
+// refusal goes through Coraza's interruption, so the rule engine's mode
+// applies as to any rule: under DetectionOnly (mode detect) it is only
+// recorded, refused is false, and the tunnel streams from then on.
+func (s *Stream) refuseTunnel(phase string) (d Decision, refused bool) {
+	it := &types.Interruption{Action: "deny", Status: 403, Data: "tunnel not listed in stream_bodies.upgrades"}
+	if tx, ok := s.tx.(interface{ Interrupt(*types.Interruption) }); ok {
+		tx.Interrupt(it)
+		if !s.tx.IsInterrupted() {
+			s.policy = bodyStreamed
+			s.logf(LevelInfo, "[corazawaf] %s: a tunnel (upgrade or CONNECT) that stream_bodies.upgrades does not list carried data; not refused (rule engine not On)", s.txLabel())
+			return s.detectAfter(phase, Decision{}), false
+		}
+	} // else: this Coraza cannot be told to interrupt; refuse all the same
+	v := &Verdict{Action: it.Action, Status: it.Status, Phase: phase}
+	s.outcome.Blocked = v
+	s.replied = true
+	s.logf(LevelInfo, "[corazawaf] %s refused: a tunnel (upgrade or CONNECT) that stream_bodies.upgrades does not list carried data", s.txLabel())
+	return Decision{Action: Reply, Reply: &LocalReply{Status: it.Status, Body: s.settings.DenyResponse.Body,
+		Headers: append(s.denyHeaders(), s.grpcStatus(it.Status)...), Details: "corazawaf_tunnel_not_streamed", Verdict: v}}, true
 }
 
 // MarkReplied tells the stream a local reply was sent for it (by us, after
@@ -376,7 +438,8 @@ func (s *Stream) MarkReplied() { s.replied = true }
 
 // FailureReply is the fail-closed answer to an internal error.
 func (s *Stream) FailureReply() *LocalReply {
-	return &LocalReply{Status: s.settings.FailureStatus, Details: "corazawaf_internal_error"}
+	return &LocalReply{Status: s.settings.FailureStatus, Headers: s.grpcStatus(s.settings.FailureStatus),
+		Details: "corazawaf_internal_error"}
 }
 
 // FailOpen reports whether internal errors let the stream through.
@@ -386,8 +449,8 @@ func (s *Stream) interrupt(it *types.Interruption, phase string) Decision {
 	v := &Verdict{RuleID: it.RuleID, Action: it.Action, Status: interruptionStatus(it), Phase: phase}
 	s.outcome.Blocked = v
 	s.replied = true
-	s.logf(LevelInfo, "[corazawaf] transaction %s interrupted by rule %d in %s: %s, status %d",
-		s.tx.ID(), v.RuleID, phase, v.Action, v.Status)
+	s.logf(LevelInfo, "[corazawaf] %s interrupted by rule %d in %s: %s, status %d",
+		s.txLabel(), v.RuleID, phase, v.Action, v.Status)
 	return Decision{Action: Reply, Reply: s.denyReply(v, it)}
 }
 
@@ -407,9 +470,7 @@ func (s *Stream) detectAfter(phase string, d Decision) Decision {
 func (s *Stream) denyReply(v *Verdict, it *types.Interruption) *LocalReply {
 	r := &LocalReply{Status: v.Status, Body: s.settings.DenyResponse.Body, Verdict: v,
 		Details: "corazawaf_denied_rule_" + strconv.Itoa(v.RuleID)}
-	for name, value := range s.settings.DenyResponse.Headers {
-		r.Headers = append(r.Headers, Header{Name: name, Value: value})
-	}
+	r.Headers = append(s.denyHeaders(), s.grpcStatus(v.Status)...)
 	switch it.Action {
 	case "redirect":
 		r.Headers = append(r.Headers, Header{Name: "location", Value: it.Data})
@@ -419,16 +480,38 @@ func (s *Stream) denyReply(v *Verdict, it *types.Interruption) *LocalReply {
 	return r
 }
 
+func (s *Stream) denyHeaders() []Header {
+	var headers []Header
+	for name, value := range s.settings.DenyResponse.Headers {
+		headers = append(headers, Header{Name: name, Value: value})
+	}
+	return headers
+}
+
 // fail handles a Coraza error by the configured failure mode.
 func (s *Stream) fail(where string, err error) Decision {
 	s.outcome.Errors++
-	s.logf(LevelError, "[corazawaf] %s of transaction %s failed: %v", where, s.tx.ID(), err)
+	s.logf(LevelError, "[corazawaf] %s of %s failed: %v", where, s.txLabel(), err)
 	if s.settings.FailureMode == FailOpen {
 		s.requestDone, s.responseDone = true, true
 		return Decision{}
 	}
 	s.replied = true
 	return Decision{Action: Reply, Reply: s.FailureReply()}
+}
+
+// TransactionID is the id of the stream's transaction ("" when none runs).
+func (s *Stream) TransactionID() string {
+	if s.tx == nil {
+		return ""
+	}
+	return s.tx.ID()
+}
+
+// txLabel names the transaction in log lines, with the client's
+// x-request-id as a field of its own.
+func (s *Stream) txLabel() string {
+	return "transaction " + s.tx.ID() + " (x-request-id " + loggedRequestID(s.clientRequestID) + ")"
 }
 
 func (s *Stream) startTimer() { s.inspectionStart = time.Now() }
@@ -502,28 +585,11 @@ func requestTarget(req RequestHead) string {
 	return req.Path
 }
 
-// isStreamingRequest reports requests whose bodies are open-ended streams:
-// protocol upgrades (WebSocket), CONNECT and gRPC. Buffering them would
-// stall the stream, so their bodies pass uninspected.
-func isStreamingRequest(req RequestHead) bool {
-	if req.Method == "CONNECT" {
-		return true
-	}
-	for _, h := range req.Headers {
-		switch strings.ToLower(h.Name) {
-		case "upgrade":
-			return true
-		case "content-type":
-			if strings.HasPrefix(strings.ToLower(h.Value), "application/grpc") {
-				return true
-			}
-		}
-	}
-	return false
-}
-
+// isEventStream reports a server-sent event stream, which never ends as a
+// body: the backend chose it, and only its headers are inspected (phase 3).
 func isEventStream(contentType string) bool {
-	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(contentType)), "text/event-stream")
+	mt, ok := mediaType(contentType)
+	return ok && mt == "text/event-stream"
 }
 
 func hostWithoutPort(authority string) string {

@@ -162,23 +162,6 @@ func TestDetectModeNeverBlocks(t *testing.T) {
 	}
 }
 
-func TestStreamingRequestsAreNotBuffered(t *testing.T) {
-	cfg := tierConfig(t, "targeted")
-	e := mustEngine(t, cfg)
-	for _, h := range []Header{{"upgrade", "websocket"}, {"content-type", "application/grpc"}} {
-		req := post("/stream", "application/octet-stream", 10)
-		req.Headers = append(req.Headers, h)
-		s := NewStream(&cfg, e, nil)
-		if d := s.OnRequestHeaders(req); d.Action != Continue {
-			t.Fatalf("%s: decision %+v, want Continue without buffering", h.Name, d)
-		}
-		if d := s.OnRequestBody([][]byte{[]byte("x")}, false); d.Action != Continue {
-			t.Fatalf("%s: body decision %+v", h.Name, d)
-		}
-		s.Complete()
-	}
-}
-
 func TestResponseInspection(t *testing.T) {
 	cfg := Config{Directives: []string{"SecRuleEngine On", "SecResponseBodyAccess On", "SecResponseBodyMimeType text/plain",
 		`SecRule RESPONSE_BODY "@contains secret-token" "id:5001,phase:4,deny,status:502,log"`,

@@ -70,6 +70,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "backend: read body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
+	if isWebSocketHandshake(r) {
+		switchProtocols(w, r)
+		return
+	}
 
 	h := w.Header()
 	h[HeaderBodyBytes] = []string{strconv.FormatInt(n, 10)}

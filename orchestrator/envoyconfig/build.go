@@ -93,6 +93,9 @@ func buildHCM(opts Options) (*hcmv3.HttpConnectionManager, error) {
 		RouteSpecifier: &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: routeConfig},
 		HttpFilters:    filters,
 	}
+	for _, t := range opts.UpgradeTypes {
+		hcm.UpgradeConfigs = append(hcm.UpgradeConfigs, &hcmv3.HttpConnectionManager_UpgradeConfig{UpgradeType: t})
+	}
 	if opts.StreamIdleTimeout > 0 {
 		hcm.StreamIdleTimeout = durationpb.New(opts.StreamIdleTimeout)
 	}

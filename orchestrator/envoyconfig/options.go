@@ -61,6 +61,10 @@ type Options struct {
 	// RouteTimeout overrides the per-route upstream timeout; 0 keeps Envoy's
 	// default (15 s).
 	RouteTimeout time.Duration
+	// UpgradeTypes are the HCM's upgrade_configs (e.g. "websocket",
+	// "CONNECT"): the upgrades Envoy forwards. Empty: Envoy answers every
+	// upgrade request 403 before any HTTP filter runs.
+	UpgradeTypes []string
 }
 
 // WAFFilter configures the Coraza dynamic module.

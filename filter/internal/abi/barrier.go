@@ -32,9 +32,46 @@ func onPanic[T any](f *httpFilter, s stream, hook string, recovered any, closed,
 	}
 	if !f.replied && !f.complete {
 		f.replied = true
-		s.sendReply(&waf.LocalReply{Status: failureStatus(f), Details: "corazawaf_panic"})
+		reply := &waf.LocalReply{Status: failureStatus(f)}
+		if f.stream != nil {
+			reply = f.stream.FailureReply() // in gRPC form for a gRPC request
+		}
+		reply.Details = "corazawaf_panic"
+		s.sendReply(reply)
 	}
 	return closed
+}
+
+// endTransaction ends the stream's transaction away from stream_complete
+// (Envoy's destroy hook, an inspection thread): the logging phase and Close
+// for a sound stream, Close alone after a panic (broken), and Close alone
+// if the logging phase itself panics. Whatever happens, the transaction is
+// closed: an open one keeps its spilled body files in TMPDIR.
+func (f *httpFilter) endTransaction(broken bool) {
+	if broken {
+		f.release()
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			logError("panic while ending a transaction, closed without its logging phase: %v\n%s", r, debug.Stack())
+			f.release()
+		}
+	}()
+	f.stream.Complete()
+}
+
+// release closes the transaction without the logging phase (waf.Stream.
+// Release). It runs on the panic paths, so it guards itself: a second
+// panic must not escape the hook.
+func (f *httpFilter) release() {
+	if f == nil || f.stream == nil {
+		return
+	}
+	defer recoverQuietly("closing a transaction")
+	if err := f.stream.Release(); err != nil {
+		logError("%v", err)
+	}
 }
 
 func closedOrOpen[T any](f *httpFilter, closed, open T) T {

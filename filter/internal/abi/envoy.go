@@ -16,7 +16,6 @@ import (
 
 // Attribute ids: positions in Envoy's envoy_dynamic_module_type_attribute_id.
 const (
-	attrRequestID          = 9
 	attrRequestProtocol    = 10
 	attrSourceAddress      = 24
 	attrSourcePort         = 25
@@ -112,7 +111,9 @@ func (s stream) requestHead(endOfStream bool) waf.RequestHead {
 		case ":authority":
 			req.Authority, req.HasAuthority = h.Value, true
 		case "x-request-id":
-			req.RequestID = h.Value
+			if req.ClientRequestID == "" {
+				req.ClientRequestID = h.Value
+			}
 			req.Headers = append(req.Headers, h)
 		default:
 			if !strings.HasPrefix(h.Name, ":") {

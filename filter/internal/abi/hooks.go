@@ -115,6 +115,10 @@ func envoy_dynamic_module_on_http_filter_request_headers(envoyPtr C.envoy_dynami
 		panic(fmt.Errorf("starting the stream: %w", err))
 	}
 	d := f.stream.OnRequestHeaders(s.requestHead(bool(endOfStream)))
+	if id := f.stream.TransactionID(); id != "" {
+		// The access log can then join Envoy's line to the WAF's.
+		s.setMetadataString(f.namespace(), "transaction_id", id)
+	}
 	return pick(f.apply(s, d), reqHeadersContinue, reqHeadersStop)
 }
 
@@ -236,6 +240,7 @@ func envoy_dynamic_module_on_http_filter_stream_complete(envoyPtr C.envoy_dynami
 	defer func() {
 		if r := recover(); r != nil {
 			onPanic(f, s, "stream_complete", r, 0, 0)
+			f.release() // Complete broke off: the transaction is still open
 		}
 	}()
 	f = objectOf[httpFilter](modulePtr)
@@ -243,7 +248,11 @@ func envoy_dynamic_module_on_http_filter_stream_complete(envoyPtr C.envoy_dynami
 		return
 	}
 	f.complete = true
-	if f.stream == nil || f.failed || f.abandonInspection() {
+	if f.stream == nil || f.abandonInspection() {
+		return
+	}
+	if f.failed {
+		f.release()
 		return
 	}
 	outcome := f.stream.Complete()
@@ -257,13 +266,13 @@ func envoy_dynamic_module_on_http_filter_stream_complete(envoyPtr C.envoy_dynami
 func envoy_dynamic_module_on_http_filter_destroy(modulePtr C.envoy_dynamic_module_type_http_filter_module_ptr) {
 	defer recoverQuietly("http_filter_destroy")
 	f := objectOf[httpFilter](modulePtr)
-	if !f.complete && f.stream != nil && !f.failed && !f.abandonInspection() {
+	defer deleteHandle(modulePtr)
+	if !f.complete && f.stream != nil && !f.abandonInspection() {
 		// Envoy always reports completion first; this only guards against a
 		// transaction staying open (or an inspection committing to a
 		// stream that is gone) if it ever does not.
-		f.stream.Complete()
+		f.endTransaction(f.failed)
 	}
-	deleteHandle(modulePtr)
 }
 
 // apply carries out a decision's side effects and reports the action left

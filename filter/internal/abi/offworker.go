@@ -26,15 +26,15 @@ import (
 // While an inspection is in flight its stream belongs to the pool thread:
 // worker hooks leave the stream alone (httpFilter.pending is set), and if
 // Envoy completes the stream first (a reset, a timeout), whoever finishes
-// last of the two closes the transaction.
+// last of the two closes the transaction (offload.Claim); an inspection
+// still queued then is skipped.
 
-// inspection is one deferred request inspection.
+// inspection is one deferred request inspection. The claim says who owns
+// the stream; result and panicked are set when the claim is done.
 type inspection struct {
-	mu        sync.Mutex
-	done      bool // the work returned: result and panicked are set
-	abandoned bool // the stream completed first: the pool thread closes it
-	result    waf.Decision
-	panicked  *offWorkerPanic
+	claim    offload.Claim
+	result   waf.Decision
+	panicked *offWorkerPanic
 }
 
 // offWorkerPanic carries a panic from a pool thread to the worker, with
@@ -114,16 +114,26 @@ func (f *httpFilter) offload(s stream, work func() waf.Decision) bool {
 // inspect runs on a pool thread. It must not call Envoy back for the
 // stream, except through the scheduler.
 func (f *httpFilter) inspect(in *inspection, work func() waf.Decision, scheduler C.envoy_dynamic_module_type_http_filter_scheduler_module_ptr) {
+	defer C.envoy_dynamic_module_callback_http_filter_scheduler_delete(scheduler)
+	if in.claim.Start() {
+		// Envoy completed the stream while it waited in the queue: its
+		// phase 2 would be work for nobody, and a client could queue
+		// inspections of bodies it sends and drops at once.
+		if (envoyLogger{}).Enabled(waf.LevelDebug) {
+			envoyLogger{}.Log(waf.LevelDebug, "[corazawaf] queued inspection skipped: the stream ended first")
+		}
+		f.closeAbandoned(false)
+		return
+	}
 	result, panicked := runRecovered(work)
 	if f.commit(in, result, panicked, scheduler) {
-		f.closeAbandoned()
+		f.closeAbandoned(panicked != nil)
 	}
-	C.envoy_dynamic_module_callback_http_filter_scheduler_delete(scheduler)
 }
 
 // commit records the inspection's outcome and, unless Envoy has completed
 // the stream, schedules its resumption; it reports whether the stream was
-// abandoned. The commit happens under the inspection's lock, which the
+// abandoned. The commit happens under the claim's lock, which the
 // worker takes when the stream completes: Envoy's scheduler keeps a plain
 // reference to the worker's dispatcher, so a commit must never come after
 // the stream's completion, when that worker may already be gone (Envoy
@@ -131,13 +141,12 @@ func (f *httpFilter) inspect(in *inspection, work func() waf.Decision, scheduler
 // reading "not abandoned" and committing for as long as the kernel likes.
 func (f *httpFilter) commit(in *inspection, result waf.Decision, panicked *offWorkerPanic,
 	scheduler C.envoy_dynamic_module_type_http_filter_scheduler_module_ptr) (abandoned bool) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.result, in.panicked, in.done = result, panicked, true
-	if !in.abandoned {
-		C.envoy_dynamic_module_callback_http_filter_scheduler_commit(scheduler, 0)
-	}
-	return in.abandoned
+	return in.claim.Finish(func(abandoned bool) {
+		in.result, in.panicked = result, panicked
+		if !abandoned {
+			C.envoy_dynamic_module_callback_http_filter_scheduler_commit(scheduler, 0)
+		}
+	})
 }
 
 // runRecovered runs work, turning a panic into a value: an unrecovered
@@ -152,12 +161,10 @@ func runRecovered(work func() waf.Decision) (d waf.Decision, p *offWorkerPanic) 
 }
 
 // closeAbandoned ends the transaction of a stream Envoy completed while it
-// was being inspected. Its metrics are lost with the stream.
-func (f *httpFilter) closeAbandoned() {
-	defer recoverQuietly("closing an abandoned inspection")
-	if !f.failed {
-		f.stream.Complete()
-	}
+// was being inspected; after a panic in the inspection, without the
+// logging phase. Its metrics are lost with the stream.
+func (f *httpFilter) closeAbandoned(panicked bool) {
+	f.endTransaction(panicked || f.failed)
 }
 
 // abandonInspection is called when Envoy completes a stream. It reports
@@ -167,14 +174,11 @@ func (f *httpFilter) abandonInspection() (ownedByPool bool) {
 	if in == nil {
 		return false
 	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.done {
-		f.pending = nil
-		return false
+	if in.claim.Abandon() {
+		return true
 	}
-	in.abandoned = true
-	return true
+	f.pending = nil
+	return false
 }
 
 // resume acts, on the worker, on the verdict of an inspection that ran on a
@@ -185,9 +189,10 @@ func (f *httpFilter) resume(s stream) {
 		return
 	}
 	f.pending = nil
-	in.mu.Lock()
+	if !in.claim.Done() { // never: the pool schedules resumption once done
+		return
+	}
 	result, panicked := in.result, in.panicked
-	in.mu.Unlock()
 	if panicked != nil {
 		if onPanic(f, s, "off_worker", panicked, false, true) {
 			s.continueDecoding()
