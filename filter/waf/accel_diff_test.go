@@ -156,7 +156,7 @@ func (v verdict) String() string {
 }
 
 func judge(e *Engine, r corpusRequest) verdict {
-	tx := e.newTransaction("")
+	tx := e.newTransaction()
 	drive(tx, r.req, r.body)
 	var v verdict
 	if it := tx.Interruption(); it != nil {
