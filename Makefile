@@ -31,13 +31,21 @@ export CGO_ENABLED := 1
 all: build
 
 build: $(MODULE) $(ACCEL_MODULE) $(WAFSWEEP) $(POD_BINARY)
+	@if ldd $(ACCEL_MODULE) 2>/dev/null | grep -q libhs; then echo "$(ACCEL_MODULE): Hyperscan engine"; \
+	else echo "$(ACCEL_MODULE): pure-Go engine$(if $(wildcard /usr/include/hs/hs.h),, (no Hyperscan headers: make hyperscan-dev))"; fi
 
 $(MODULE): $(GO_SOURCES)
 	@mkdir -p $(@D)
 	$(GO) build -trimpath -buildmode=c-shared -o $@ ./filter/cmd/corazawaf
 	@rm -f $(@:.so=.h)
 
-$(ACCEL_MODULE): $(GO_SOURCES)
+# The tag set is an input of the accelerated module like its sources: the
+# stamp changes (and the module is rebuilt) when Hyperscan's headers appear
+# or go, so what the module links never depends on the order of commands.
+ACCEL_STAMP := $(BUILD)/accel-tags
+$(shell mkdir -p $(BUILD); [ "$$(cat $(ACCEL_STAMP) 2>/dev/null)" = "$(ACCEL_TAGS)" ] || echo "$(ACCEL_TAGS)" > $(ACCEL_STAMP))
+
+$(ACCEL_MODULE): $(GO_SOURCES) $(ACCEL_STAMP)
 	@mkdir -p $(@D)
 	nice -n 19 $(GO) build -trimpath -tags '$(ACCEL_TAGS)' -buildmode=c-shared -o $@ ./filter/cmd/corazawaf
 	@rm -f $(@:.so=.h)
