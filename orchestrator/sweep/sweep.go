@@ -2,12 +2,12 @@ package sweep
 
 import (
 	"context"
-	"slices"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"

@@ -8,14 +8,17 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/wafsweep/wafsweep/orchestrator/backend"
+	"github.com/wafsweep/wafsweep/orchestrator/compare"
 )
 
 const usage = `usage: wafsweep <command> [flags]
 
 commands:
   sweep     run (or resume) a sweep; see wafsweep sweep -h
+  compare   compare two sweeps config by config: wafsweep compare DIR_A DIR_B
   backend   run the benchmark backend (used by the local target)
 `
 
@@ -29,10 +32,30 @@ func main() {
 		os.Exit(runSweep(os.Args[2:]))
 	case "backend":
 		os.Exit(backend.Main(os.Args[2:]))
+	case "compare":
+		os.Exit(runCompare(os.Args[2:]))
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 	default:
 		fmt.Fprintf(os.Stderr, "wafsweep: unknown command %q\n%s", os.Args[1], usage)
 		os.Exit(2)
 	}
+}
+
+// runCompare prints the comparison of two sweep directories.
+func runCompare(args []string) int {
+	if len(args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: wafsweep compare DIR_A DIR_B (two sweep directories, each with its knees.csv)")
+		return 2
+	}
+	rows, err := compare.Dirs(args[0], args[1])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "wafsweep compare: %v\n", err)
+		return 1
+	}
+	if err := compare.WriteMarkdown(os.Stdout, filepath.Base(args[0]), filepath.Base(args[1]), rows); err != nil {
+		fmt.Fprintf(os.Stderr, "wafsweep compare: %v\n", err)
+		return 1
+	}
+	return 0
 }
