@@ -101,6 +101,11 @@ func roundRow(rows []StepRow, res knee.Result, sloMs float64) KneeRow {
 		r.RSSMBAtKnee = at.ProxyRSSPeakMB
 	}
 	r.LatencyKneeRPS = latencyKnee(rows, sloMs)
+	for _, s := range rows {
+		if s.Kind == string(knee.KindConfirm) && s.Verdict == VerdictFail {
+			r.ConfirmFlips++
+		}
+	}
 	return r
 }
 
@@ -235,6 +240,10 @@ func aggregate(rounds []KneeRow) KneeRow {
 	a.BoundRPS = aggregateBound(valid, a.Censored)
 	a.Invalid = false
 	a.Confirmed = !slices.ContainsFunc(valid, func(r KneeRow) bool { return !r.Confirmed })
+	a.ConfirmFlips = 0
+	for _, r := range rounds {
+		a.ConfirmFlips += r.ConfirmFlips
+	}
 	a.LowestFailRPS = int(math.Round(zeroIfNaN(median(values(valid, func(r KneeRow) float64 {
 		if r.LowestFailRPS == 0 {
 			return math.NaN() // nothing failed in that round

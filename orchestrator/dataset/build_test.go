@@ -256,3 +256,45 @@ func TestAggregateBound(t *testing.T) {
 		t.Errorf("none: %d, want 0", got)
 	}
 }
+
+// A confirmation that fails where the rate had passed is a flip: counted per
+// round and summed on the aggregate row.
+func TestConfirmFlipsAreCounted(t *testing.T) {
+	ladder := []int{1000, 2000}
+	opts := knee.Options{Confirm: true, MinGap: 1, GapFraction: 0.05}
+	s, err := knee.NewSearch(ladder, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []StepRow
+	flipped := false
+	for seq := 0; ; seq++ {
+		rate, kind, done := s.Next()
+		if done {
+			break
+		}
+		pass := rate <= 1500
+		if kind == knee.KindConfirm && !flipped {
+			pass, flipped = false, true // the first confirmation flips
+		}
+		st := knee.Step{Target: rate, Scheduled: 1000, Completed: 1000}
+		if !pass {
+			st.Completed = 900
+		}
+		if err := s.Record(st); err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, StepRow{SweepID: "s", ConfigID: "waf/full-crs/get", Flavor: "waf", Tier: "full-crs", Shape: "get",
+			Seq: seq, Kind: string(kind), TargetRPS: rate, Scheduled: st.Scheduled, Completed: st.Completed,
+			P50Ms: 1, P99Ms: 2, CoresPer1k: 0.1, Verdict: VerdictOf(st)})
+	}
+	knees, err := BuildKnees(rows, ladder, opts, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range knees {
+		if k.ConfirmFlips != 1 {
+			t.Errorf("round %d: %d confirm flips, want 1 (knee %d, confirmed %v)", k.Round, k.ConfirmFlips, k.KneeRPS, k.Confirmed)
+		}
+	}
+}

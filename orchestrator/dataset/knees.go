@@ -38,10 +38,14 @@ type KneeRow struct {
 	// when censored above, knee < BoundRPS when censored below; 0 when not
 	// censored. On an aggregate row it is the bound of the majority
 	// censoring, the most conservative over the rounds that share it.
-	BoundRPS      int
-	Invalid       bool
-	Reasons       []string
-	Confirmed     bool
+	BoundRPS  int
+	Invalid   bool
+	Reasons   []string
+	Confirmed bool
+	// ConfirmFlips counts confirmation re-runs that failed at a rate that
+	// had passed: the knee moved down under its own re-measurement, a sign
+	// of noise (summed over rounds on an aggregate row).
+	ConfirmFlips  int
 	LowestFailRPS int // 0 when nothing failed
 
 	P50MsAtKnee      float64 // from the last passing run at the knee rate
@@ -101,6 +105,7 @@ var kneeSchema = schema[KneeRow]{
 	boolCol("invalid", func(r *kr) *bool { return &r.Invalid }),
 	listCol("reasons", func(r *kr) *[]string { return &r.Reasons }),
 	boolCol("confirmed", func(r *kr) *bool { return &r.Confirmed }),
+	intCol("confirm_flips", func(r *kr) *int { return &r.ConfirmFlips }),
 	intCol("lowest_fail_rps", func(r *kr) *int { return &r.LowestFailRPS }),
 	floatCol("p50_ms_at_knee", func(r *kr) *float64 { return &r.P50MsAtKnee }),
 	floatCol("p99_ms_at_knee", func(r *kr) *float64 { return &r.P99MsAtKnee }),

@@ -12,7 +12,7 @@ import (
 func TestKneesHeaderIsTheDeclaredSchema(t *testing.T) {
 	want := []string{
 		"sweep_id", "round", "rounds", "config_id", "flavor", "tier", "shape",
-		"knee_rps", "censored", "bound_rps", "invalid", "reasons", "confirmed", "lowest_fail_rps",
+		"knee_rps", "censored", "bound_rps", "invalid", "reasons", "confirmed", "confirm_flips", "lowest_fail_rps",
 		"p50_ms_at_knee", "p99_ms_at_knee", "cores_per_1k_at_knee", "rss_peak_mb",
 		"knee_vs_envoy", "added_p99_ms_vs_envoy", "latency_knee_rps", "latency_slo_ms",
 		"knee_median_rps", "knee_min_rps", "knee_max_rps", "knee_stddev_rps", "rss_mb_at_knee",
