@@ -84,6 +84,9 @@ func (f sweepFlags) kubeSweepOptions(p plan.Plan, errs []error, root, resultsDir
 	}
 	tgt, err := f.kube.target(f.target, id, root, module, os.Stderr)
 	errs = append(errs, err)
+	if err == nil {
+		errs = append(errs, tgt.CheckModule(p))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return sweep.Options{}, err
 	}

@@ -62,6 +62,7 @@ func TestBadFlagsFailBeforeAnythingStarts(t *testing.T) {
 		{[]string{"--proxy-cpus", "a-b"}, "--proxy-cpus"},
 		{[]string{"--target", "mars"}, "--target"},
 		{[]string{"--slo", "50ms,fast"}, "--slo"},
+		{[]string{"--target", "kind", "--flavors", "envoy,waf-accelerated"}, "flavors waf-accelerated are not available on the Kubernetes targets"},
 		{[]string{"--slo", "50ms,50ms"}, "slos: 50ms: use distinct positive durations"},
 		{[]string{"--target", "kind", "--backend-cpu-per-request", "1ms"}, "the calibration backend runs on the local target only"},
 		{[]string{"--backend-cpu-per-request", "1ms", "--backend-cpus", "0", "--loadgen-cpus", "0"}, "a calibration backend shares CPUs 0 with the load generator"},

@@ -143,8 +143,29 @@ func (k *Kube) progress(format string, args ...any) {
 	fmt.Fprintf(k.opts.Progress, "[%s] "+format+"\n", append([]any{k.opts.Name}, args...)...)
 }
 
-// CheckModule is satisfied by the image: the module is built into it.
-func (k *Kube) CheckModule(plan.Plan) error { return nil }
+// CheckModule is satisfied by the image (the module is built into it); it
+// rejects the flavors the image cannot run.
+func (k *Kube) CheckModule(p plan.Plan) error { return CheckFlavors(p) }
+
+// Flavors are the flavors the Kubernetes targets deploy: the image carries
+// Envoy and the stock module only.
+var flavors = []string{plan.FlavorDirect, plan.FlavorEnvoy, plan.FlavorWAF}
+
+// CheckFlavors rejects, before anything is built or deployed, a plan with
+// a flavor the Kubernetes targets cannot run.
+func CheckFlavors(p plan.Plan) error {
+	var bad []string
+	for _, f := range p.Flavors {
+		if !slices.Contains(flavors, f) {
+			bad = append(bad, f)
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("flavors %s are not available on the Kubernetes targets (their image has Envoy and the stock module): use %s, or the local target",
+			strings.Join(bad, ", "), strings.Join(flavors, ", "))
+	}
+	return nil
+}
 
 // Prepare creates the namespace, the cgroup agents, the backend and the
 // Fortio server, then deploys a vanilla Envoy once to verify and record

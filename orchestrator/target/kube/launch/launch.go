@@ -142,8 +142,9 @@ func (t *Target) Deploy(ctx context.Context, d target.Deployment) (target.Deploy
 	return t.kube.Deploy(ctx, d)
 }
 
-// CheckModule is satisfied by the image.
-func (t *Target) CheckModule(plan.Plan) error { return nil }
+// CheckModule is satisfied by the image; it rejects the flavors the image
+// cannot run.
+func (t *Target) CheckModule(p plan.Plan) error { return kube.CheckFlavors(p) }
 
 // Start connects to (or creates) the cluster, makes the image available
 // to it, and prepares the sweep's namespace.
