@@ -89,7 +89,10 @@ type StepRow struct {
 	CoresPer1k float64
 	// BackendCPUS is the backend's CPU seconds during the window (NaN when
 	// it shares the load generator's process).
-	BackendCPUS            float64
+	BackendCPUS float64
+	// ProxyThrottledS is how long the CFS quota throttled the proxy during
+	// the window (Kubernetes targets; NaN where there is no quota).
+	ProxyThrottledS        float64
 	ProxyRSSPeakMB         float64 // peak during the step
 	ProxyRSSLifetimePeakMB float64 // peak since the proxy started (rule compilation included)
 	LoadgenCPUS            float64
@@ -188,6 +191,7 @@ var stepSchema = schema[StepRow]{
 	floatCol("proxy_idle_cpu_s_per_s", func(r *sr) *float64 { return &r.ProxyIdleCPUSPerS }),
 	floatCol("cores_per_1k", func(r *sr) *float64 { return &r.CoresPer1k }),
 	floatCol("backend_cpu_s", func(r *sr) *float64 { return &r.BackendCPUS }),
+	floatCol("proxy_throttled_s", func(r *sr) *float64 { return &r.ProxyThrottledS }),
 	floatCol("proxy_rss_peak_mb", func(r *sr) *float64 { return &r.ProxyRSSPeakMB }),
 	floatCol("proxy_rss_lifetime_peak_mb", func(r *sr) *float64 { return &r.ProxyRSSLifetimePeakMB }),
 	floatCol("loadgen_cpu_s", func(r *sr) *float64 { return &r.LoadgenCPUS }),

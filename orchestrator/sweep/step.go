@@ -133,7 +133,7 @@ func (c *configRun) newRow(rate int, kind knee.Kind) dataset.StepRow {
 		Scheduled: int64(math.Round(float64(rate) * c.opts.Plan.Measure.Seconds())),
 		P50Ms:     math.NaN(), P90Ms: math.NaN(), P99Ms: math.NaN(), P999Ms: math.NaN(), MaxMs: math.NaN(),
 		P50RawMs: math.NaN(), P99RawMs: math.NaN(), SendLatenessP99Ms: math.NaN(), ProxyCompleted: -1,
-		LoadgenRunDelayS: math.NaN(), BackendCPUS: math.NaN(),
+		LoadgenRunDelayS: math.NaN(), BackendCPUS: math.NaN(), ProxyThrottledS: math.NaN(),
 		ProxyCPUS: math.NaN(), CoresPer1k: math.NaN(), ProxyRSSPeakMB: math.NaN(), ProxyRSSLifetimePeakMB: math.NaN(),
 		LoadgenCPUS: math.NaN(), LoadgenCPUFraction: math.NaN(), AchievedRPS: math.NaN(),
 		ProxyIdleCPUSPerS: c.idleCPUPS,
@@ -160,6 +160,9 @@ func (c *configRun) fill(row *dataset.StepRow, res loadgen.Result, edges [2]edge
 	row.ProxyCPUS = after.ProxyCPUSeconds - before.ProxyCPUSeconds
 	if before.BackendCPUSeconds >= 0 && after.BackendCPUSeconds >= 0 {
 		row.BackendCPUS = after.BackendCPUSeconds - before.BackendCPUSeconds
+	}
+	if before.ProxyThrottledSeconds >= 0 && after.ProxyThrottledSeconds >= 0 {
+		row.ProxyThrottledS = after.ProxyThrottledSeconds - before.ProxyThrottledSeconds
 	}
 	ok := row.Completed - row.Non2xx - row.SocketErrors
 	switch {

@@ -71,6 +71,9 @@ type Usage struct {
 	// BackendCPUSeconds is cumulative; negative when the backend shares the
 	// load generator's process and cannot be accounted apart.
 	BackendCPUSeconds float64
+	// ProxyThrottledSeconds is the proxy's cumulative CFS throttling
+	// (Kubernetes targets); negative where there is no CPU quota to read.
+	ProxyThrottledSeconds float64
 }
 
 // Description is what the metadata records about a target.

@@ -269,7 +269,7 @@ func (d *deployed) Usage() (target.Usage, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	k := d.kube
-	u := target.Usage{BackendCPUSeconds: -1}
+	u := target.Usage{BackendCPUSeconds: -1, ProxyThrottledSeconds: -1}
 	if b, err := k.readContainer(ctx, k.backendPod, "backend"); err == nil {
 		u.BackendCPUSeconds = b.CPUSeconds
 	}
@@ -285,6 +285,7 @@ func (d *deployed) Usage() (target.Usage, error) {
 	peak := max(d.peakSeen, r.MemoryPeakBytes)
 	d.mu.Unlock()
 	u.ProxyCPUSeconds, u.ProxyRSSBytes, u.ProxyPeakRSSBytes = r.CPUSeconds, r.MemoryBytes, peak
+	u.ProxyThrottledSeconds = r.ThrottledSeconds
 	return u, nil
 }
 

@@ -299,7 +299,7 @@ func (d *deployed) RunLoad(ctx context.Context, spec loadgen.Spec) (loadgen.Resu
 }
 
 func (d *deployed) Usage() (target.Usage, error) {
-	u := target.Usage{BackendCPUSeconds: d.backend.cpuSeconds()}
+	u := target.Usage{BackendCPUSeconds: d.backend.cpuSeconds(), ProxyThrottledSeconds: -1} // pinned, no quota
 	if d.nginx != nil {
 		return d.nginxUsage(u)
 	}

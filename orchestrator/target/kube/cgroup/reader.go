@@ -33,6 +33,12 @@ type Sample struct {
 	MemoryPeakBytes uint64 `json:"memory_peak_bytes"`
 	// CPUs is the container's cpuset ("2-3").
 	CPUs string `json:"cpus"`
+	// ThrottledPeriods and ThrottledSeconds are the CFS quota's cumulative
+	// throttling (cpu.stat nr_throttled, throttled_usec or, on cgroup v1,
+	// throttled_time): a proxy throttled during a step ran out of its CPU
+	// limit, not of CPU.
+	ThrottledPeriods uint64  `json:"throttled_periods"`
+	ThrottledSeconds float64 `json:"throttled_seconds"`
 }
 
 // Reader finds and reads container cgroups under Root, the node's
@@ -178,6 +184,7 @@ func readV2(dir string) (Sample, error) {
 		return s, err
 	}
 	s.CPUSeconds = float64(stat["usage_usec"]) / 1e6
+	s.ThrottledPeriods, s.ThrottledSeconds = stat["nr_throttled"], float64(stat["throttled_usec"])/1e6
 	current, err := readUint(filepath.Join(dir, "memory.current"))
 	if err != nil {
 		return s, err
@@ -200,6 +207,11 @@ func readV1(d dirs) (Sample, error) {
 		return s, err
 	}
 	s.CPUSeconds = float64(ns) / 1e9
+	// cpu.stat lives with the cpu controller, co-mounted with cpuacct on
+	// the nodes seen so far; where it is not, throttling reads as none.
+	if stat, err := readKeyed(filepath.Join(d.cpuacct, "cpu.stat")); err == nil {
+		s.ThrottledPeriods, s.ThrottledSeconds = stat["nr_throttled"], float64(stat["throttled_time"])/1e9
+	}
 	usage, err := readUint(filepath.Join(d.memory, "memory.usage_in_bytes"))
 	if err != nil {
 		return s, err

@@ -38,13 +38,13 @@ func TestReadLayouts(t *testing.T) {
 			// A burstable pod's other container must not be picked up.
 			write(t, filepath.Join(root, "kubepods.slice", "kubepods-burstable.slice", "kubepods-burstable-podother.slice", "cri-containerd-"+containerID+".scope"), map[string]string{"cpu.stat": "usage_usec 1\n"})
 			write(t, filepath.Join(root, "kubepods.slice", "kubepods-pod6f1c2d3e_aaaa_bbbb_cccc_0123456789ab.slice", "cri-containerd-"+containerID+".scope"), map[string]string{
-				"cpu.stat":              "usage_usec 2500000\nuser_usec 2000000\nsystem_usec 500000\n",
+				"cpu.stat":              "usage_usec 2500000\nuser_usec 2000000\nsystem_usec 500000\nnr_periods 100\nnr_throttled 7\nthrottled_usec 350000\n",
 				"memory.current":        "104857600\n",
 				"memory.stat":           "anon 80000000\ninactive_file 4857600\n",
 				"memory.peak":           "209715200\n",
 				"cpuset.cpus.effective": "2-3\n",
 			})
-		}, Sample{CPUSeconds: 2.5, MemoryBytes: 100000000, MemoryPeakBytes: 209715200, CPUs: "2-3"}},
+		}, Sample{CPUSeconds: 2.5, MemoryBytes: 100000000, MemoryPeakBytes: 209715200, CPUs: "2-3", ThrottledPeriods: 7, ThrottledSeconds: 0.35}},
 		{"v1 cgroupfs, separate cpuacct", func(t *testing.T, root string) {
 			base := filepath.Join("kubepods", "pod"+podUID, containerID)
 			write(t, filepath.Join(root, "cpuacct", base), map[string]string{"cpuacct.usage": "1500000000\n"})
@@ -56,10 +56,10 @@ func TestReadLayouts(t *testing.T) {
 		}, Sample{CPUSeconds: 1.5, MemoryBytes: 40000000, MemoryPeakBytes: 60000000, CPUs: "1"}},
 		{"v1 co-mounted cpu,cpuacct, no peak file", func(t *testing.T, root string) {
 			base := filepath.Join("kubepods", "pod"+podUID, containerID)
-			write(t, filepath.Join(root, "cpu,cpuacct", base), map[string]string{"cpuacct.usage": "1000000000\n"})
+			write(t, filepath.Join(root, "cpu,cpuacct", base), map[string]string{"cpuacct.usage": "1000000000\n", "cpu.stat": "nr_periods 9\nnr_throttled 3\nthrottled_time 125000000\n"})
 			write(t, filepath.Join(root, "memory", base), map[string]string{"memory.usage_in_bytes": "1000\n", "memory.stat": "total_inactive_file 0\n"})
 			write(t, filepath.Join(root, "cpuset", base), map[string]string{"cpuset.cpus": "0-1\n"})
-		}, Sample{CPUSeconds: 1, MemoryBytes: 1000, CPUs: "0-1"}},
+		}, Sample{CPUSeconds: 1, MemoryBytes: 1000, CPUs: "0-1", ThrottledPeriods: 3, ThrottledSeconds: 0.125}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
