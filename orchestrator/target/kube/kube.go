@@ -132,7 +132,9 @@ func (k *Kube) Describe() target.Description {
 		d.CoreAssignment[role] = a
 	}
 	d.Notes = append(append(d.Notes, k.opts.Notes...), k.notes...)
-	d.Notes = append(d.Notes, "load from an in-cluster Fortio server (REST API), pod to pod; its requests carry Fortio's X-On-Behalf-Of header, one header more than the local target's")
+	d.Notes = append(d.Notes, "load from an in-cluster Fortio server (REST API), pod to pod; its requests carry Fortio's X-On-Behalf-Of header, one header more than the local target's",
+		"the Fortio server reports totals, not each call: steps count its whole measured run and its latency is not corrected for coordinated omission; the proxy's CPU is sampled around the measured run",
+		"proxy_rss_* columns hold the Envoy container's working set (cgroup usage minus inactive file pages, as the kubelet counts it), not a process RSS; the lifetime peak is the cgroup's, page cache included")
 	if !k.prepared {
 		d.Notes = append(d.Notes, "kubernetes target described before Prepare: placement not verified")
 	}
