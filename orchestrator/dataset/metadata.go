@@ -29,16 +29,24 @@ type Versions struct {
 	WafsweepCommit    string `json:"wafsweep_commit"`
 }
 
+// SchemaVersion names the layout of a sweep's datasets (the columns of
+// steps.csv, knees.csv and slo_knees.csv, and what they count). 2: counts
+// inside the measured window, latency corrected for coordinated omission,
+// SLO and baseline steps. Datasets without it are version 1, counted over
+// whole Fortio runs, which this reader cannot read.
+const SchemaVersion = 2
+
 // Metadata is metadata.json: what is needed to reproduce a sweep.
 type Metadata struct {
-	SweepID     string    `json:"sweep_id"`
-	StartedAt   time.Time `json:"started_at"`
-	FinishedAt  time.Time `json:"finished_at,omitzero"` // zero while running
-	CommandLine []string  `json:"command_line"`
-	Plan        plan.Plan `json:"plan"`
-	Versions    Versions  `json:"versions"`
-	CPUModel    string    `json:"cpu_model"`
-	Cores       int       `json:"cores"`
+	SchemaVersion int       `json:"schema_version"`
+	SweepID       string    `json:"sweep_id"`
+	StartedAt     time.Time `json:"started_at"`
+	FinishedAt    time.Time `json:"finished_at,omitzero"` // zero while running
+	CommandLine   []string  `json:"command_line"`
+	Plan          plan.Plan `json:"plan"`
+	Versions      Versions  `json:"versions"`
+	CPUModel      string    `json:"cpu_model"`
+	Cores         int       `json:"cores"`
 	// CoreAssignment maps a role (proxy, loadgen, backend) to its CPU list,
 	// e.g. "2-3".
 	CoreAssignment map[string]string `json:"core_assignment"`

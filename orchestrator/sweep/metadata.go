@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -17,6 +18,10 @@ func startMetadata(opts Options) (dataset.Metadata, error) {
 	path := filepath.Join(opts.OutDir, MetadataFile)
 	desc := opts.Target.Describe()
 	if old, err := dataset.ReadMetadata(path); err == nil {
+		if old.SchemaVersion != dataset.SchemaVersion {
+			return old, fmt.Errorf("%s holds a sweep of dataset schema %d, this wafsweep writes schema %d: it cannot be resumed; use another --sweep-id or --results directory",
+				opts.OutDir, max(old.SchemaVersion, 1), dataset.SchemaVersion)
+		}
 		old.Notes = append(old.Notes, "resumed at "+time.Now().UTC().Format(time.RFC3339)+" by: "+joinArgs(opts.CommandLine))
 		old.FinishedAt = time.Time{}
 		return old, dataset.WriteMetadata(path, old)
@@ -24,7 +29,7 @@ func startMetadata(opts Options) (dataset.Metadata, error) {
 		return dataset.Metadata{}, err
 	}
 	m := dataset.Metadata{
-		SweepID: opts.SweepID, StartedAt: time.Now().UTC(), CommandLine: opts.CommandLine,
+		SchemaVersion: dataset.SchemaVersion, SweepID: opts.SweepID, StartedAt: time.Now().UTC(), CommandLine: opts.CommandLine,
 		Plan: opts.Plan, Versions: opts.Versions, CPUModel: procstat.CPUModel(), Cores: runtime.NumCPU(),
 		CoreAssignment: desc.CoreAssignment, Target: opts.Target.Name(), Notes: desc.Notes,
 	}

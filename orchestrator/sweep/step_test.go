@@ -109,3 +109,19 @@ func TestWindowEdgesSampleBothEdges(t *testing.T) {
 		t.Errorf("edge times %v, %v", got[0].at, got[1].at)
 	}
 }
+
+// A directory holding a sweep of an older dataset schema is not resumed
+// into: its steps were counted another way.
+func TestOlderSchemaIsNotResumed(t *testing.T) {
+	out := t.TempDir()
+	old := dataset.Metadata{SweepID: "old"} // schema_version absent: version 1
+	if err := dataset.WriteMetadata(out+"/"+MetadataFile, old); err != nil {
+		t.Fatal(err)
+	}
+	p := tinyPlan()
+	p.Flavors = []string{"direct"}
+	err := Run(t.Context(), Options{Plan: p, Target: deadTarget{1}, SweepID: "old", OutDir: out})
+	if err == nil || !strings.Contains(err.Error(), "dataset schema 1, this wafsweep writes schema 2") {
+		t.Fatalf("err %v", err)
+	}
+}

@@ -60,15 +60,17 @@ func Run(ctx context.Context, opts Options) error {
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return err
 	}
+	// The metadata first: it says whether steps.csv is of a schema this
+	// sweep can resume.
+	meta, err := startMetadata(opts)
+	if err != nil {
+		return err
+	}
 	journal, err := dataset.OpenJournal(filepath.Join(opts.OutDir, StepsFile))
 	if err != nil {
 		return err
 	}
 	defer journal.Close()
-	meta, err := startMetadata(opts)
-	if err != nil {
-		return err
-	}
 	r := &runner{opts: opts, journal: journal, meta: meta, progress: newProgress(opts.Plan, journal, opts.Progress)}
 	runErr := r.rounds(ctx)
 	if err := r.writeOutputs(runErr == nil); err != nil {
