@@ -31,6 +31,7 @@ type sweepFlags struct {
 	profile, planFile                     string
 	flavors, tiers, shapes, ladder, slos  string
 	connections, rounds, floor            int
+	kneeResolution                        float64
 	warmup, measure, cooldown             time.Duration
 	sweepID, resultsDir, rulesets, module string
 	target                                string
@@ -52,6 +53,7 @@ func parseSweepFlags(args []string, stderr io.Writer) (sweepFlags, *flag.FlagSet
 	fs.StringVar(&f.slos, "slo", "", "comma-separated p99 objectives whose highest sustainable rate is searched for each configuration (default 10ms,50ms,250ms; \"none\" turns the searches off)")
 	fs.IntVar(&f.connections, "connections", 0, "load generator connections")
 	fs.IntVar(&f.rounds, "rounds", 0, "repeats of the whole sweep, in alternating flavor order")
+	fs.Float64Var(&f.kneeResolution, "knee-resolution", 0, "bisection gap as a fraction of the highest passing rate, at most 0.05 (default 0.05)")
 	fs.IntVar(&f.floor, "floor", -1, "lowest rate tried below the ladder when its bottom fails (0: report censored below)")
 	fs.DurationVar(&f.warmup, "warmup", 0, "warm-up before each measured step")
 	fs.DurationVar(&f.measure, "measure", 0, "measured window of each step")
@@ -158,6 +160,9 @@ func (f sweepFlags) buildPlan() (plan.Plan, error) {
 			errs = append(errs, fmt.Errorf("--slo: %w", err))
 		}
 		p.SLOs = slos
+	}
+	if f.kneeResolution != 0 {
+		p.KneeResolution = f.kneeResolution
 	}
 	setInt(&p.Connections, f.connections)
 	setInt(&p.Rounds, f.rounds)
