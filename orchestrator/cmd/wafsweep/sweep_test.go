@@ -1,7 +1,9 @@
 package main
 
 import (
+	"flag"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -124,4 +126,21 @@ func TestSweepIDCoversWhatIsMeasuredAndWhere(t *testing.T) {
 			t.Errorf("%s: id %s vs %s, same = %v, want %v", tc.name, id, base, id == base, tc.same)
 		}
 	}
+}
+
+// Every flag of `wafsweep sweep` is in the orchestrator's reference.
+func TestEveryFlagIsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, fs, err := parseSweepFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.VisitAll(func(f *flag.Flag) {
+		if !strings.Contains(string(doc), "`--"+f.Name+"`") {
+			t.Errorf("--%s is not in orchestrator/README.md", f.Name)
+		}
+	})
 }
