@@ -223,16 +223,7 @@ func TestGenerateBelowTheLadder(t *testing.T) {
 		{Flavor: "waf", Tier: "full-crs", Shape: "get"}:     400, // found by the descent
 		{Flavor: "waf", Tier: "full-crs", Shape: "json_1k"}: 30,  // below the floor
 	}, ladder, meta.Plan.KneeOptions())
-	knees, err := dataset.BuildKnees(steps, ladder, meta.Plan.KneeOptions(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := Generate(dir, steps, knees, meta); err != nil {
-		t.Fatal(err)
-	}
-	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
-	report := string(md)
+	dir, report := generated(t, steps, ladder, meta)
 	for _, want := range []string{
 		"| `envoy/none/get` | >= 4000 | above |",
 		"| `waf/full-crs/get` | 395 | none | yes | 410 |", // capacity 400, bisected to 5%
@@ -285,16 +276,7 @@ func TestGenerateOpensWithThePlannersTable(t *testing.T) {
 	steps := simulatedSweep(t, map[plan.Config]int{{Flavor: "waf", Tier: "full-crs", Shape: "get"}: 2600}, ladder)
 	meta := testMeta()
 	meta.Plan.FloorRPS = 0
-	knees, err := dataset.BuildKnees(steps, ladder, notesOptions(), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := Generate(dir, steps, knees, meta); err != nil {
-		t.Fatal(err)
-	}
-	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
-	report := string(md)
+	_, report := generated(t, steps, ladder, meta)
 	planner, knee := strings.Index(report, "## Capacity at each p99 objective"), strings.Index(report, "## Knees")
 	if planner < 0 || knee < planner {
 		t.Fatalf("the planner's table must come first:\n%s", report)
@@ -311,4 +293,23 @@ func TestGenerateOpensWithThePlannersTable(t *testing.T) {
 			t.Errorf("report.md lacks %q", want)
 		}
 	}
+}
+
+// generated builds the knees of steps with meta's plan and generates the
+// report into a fresh directory, returning it and report.md.
+func generated(t *testing.T, steps []dataset.StepRow, ladder []int, meta dataset.Metadata) (dir, report string) {
+	t.Helper()
+	knees, err := dataset.BuildKnees(steps, ladder, meta.Plan.KneeOptions(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	if err := Generate(dir, steps, knees, meta); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, string(md)
 }

@@ -87,21 +87,22 @@ func aggregateSLORows(rows []dataset.SLOKneeRow) []dataset.SLOKneeRow {
 
 // sloObjectives lists the objectives, tightest first.
 func sloObjectives(rows []dataset.SLOKneeRow) []float64 {
-	var out []float64
-	for _, r := range rows {
-		if !slices.Contains(out, r.SLOMs) {
-			out = append(out, r.SLOMs)
-		}
-	}
+	out := distinct(rows, func(r dataset.SLOKneeRow) float64 { return r.SLOMs })
 	slices.Sort(out)
 	return out
 }
 
+// sloConfigs lists the configurations in the order rows first name them.
 func sloConfigs(rows []dataset.SLOKneeRow) []string {
-	var out []string
+	return distinct(rows, func(r dataset.SLOKneeRow) string { return r.ConfigID })
+}
+
+// distinct is f of every row, each value once, in first-seen order.
+func distinct[T any, V comparable](rows []T, f func(T) V) []V {
+	var out []V
 	for _, r := range rows {
-		if !slices.Contains(out, r.ConfigID) {
-			out = append(out, r.ConfigID)
+		if v := f(r); !slices.Contains(out, v) {
+			out = append(out, v)
 		}
 	}
 	return out
