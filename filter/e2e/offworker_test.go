@@ -132,16 +132,7 @@ func TestInspectionOffTheWorkerDoesNotStallOtherStreams(t *testing.T) {
 func TestClientGoneDuringInspectionOffTheWorker(t *testing.T) {
 	p := startProxy(t, proxyOptions{config: fullCRSConfig(t, `{"enabled":true}`)})
 	body := shapeBody(t, plan.ShapeJSON50K)
-	for range 6 {
-		conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", p.port))
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(conn, "POST /api/orders HTTP/1.1\r\nHost: shop.wafsweep.test\r\nUser-Agent: wafsweep-e2e/1.0\r\n"+
-			"Accept: */*\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-		time.Sleep(20 * time.Millisecond)
-		conn.Close() // reset while the pool thread inspects
-	}
+	dropBodies(t, p, body, 6)
 	before := p.backend.Stats().Requests
 	for range 3 {
 		if resp := p.do(t, request{path: "/api/orders", body: body, contentType: "application/json"}); resp.status != 200 {
@@ -165,16 +156,7 @@ func TestClientGoneDuringInspectionOffTheWorker(t *testing.T) {
 func TestQueuedInspectionOfAGoneClientIsSkipped(t *testing.T) {
 	p := startProxy(t, proxyOptions{config: fullCRSConfig(t, `{"threads":1}`), logLevel: "debug"})
 	body := shapeBody(t, plan.ShapeJSON50K)
-	for range 6 {
-		conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", p.port))
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(conn, "POST /api/orders HTTP/1.1\r\nHost: shop.wafsweep.test\r\nUser-Agent: wafsweep-e2e/1.0\r\n"+
-			"Accept: */*\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-		time.Sleep(20 * time.Millisecond)
-		conn.Close()
-	}
+	dropBodies(t, p, body, 6)
 	eventually(t, "a skipped inspection logged", func() bool {
 		return strings.Contains(p.log(t), "queued inspection skipped")
 	})
@@ -182,4 +164,20 @@ func TestQueuedInspectionOfAGoneClientIsSkipped(t *testing.T) {
 		t.Fatalf("after skipped inspections: status %d", resp.status)
 	}
 	t.Logf("%d of 6 dropped inspections skipped", strings.Count(p.log(t), "queued inspection skipped"))
+}
+
+// dropBodies sends n POSTs of body on fresh connections and closes each
+// 20 ms later, while its inspection runs or waits off the worker.
+func dropBodies(t *testing.T, p *proxy, body string, n int) {
+	t.Helper()
+	for range n {
+		conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", p.port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST /api/orders HTTP/1.1\r\nHost: shop.wafsweep.test\r\nUser-Agent: wafsweep-e2e/1.0\r\n"+
+			"Accept: */*\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		time.Sleep(20 * time.Millisecond)
+		conn.Close() // the client is gone mid-inspection
+	}
 }
