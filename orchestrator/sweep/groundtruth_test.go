@@ -48,7 +48,11 @@ func groundTruthTarget(t *testing.T, cost backend.Cost, backendCPU int) *local.L
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = procstat.PinProcess(os.Getpid(), before) })
+	procs := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() {
+		_ = procstat.PinProcess(os.Getpid(), before)
+		runtime.GOMAXPROCS(procs)
+	})
 	tgt, err := local.New(local.Options{
 		ModulePath:  moduleForTests(t),
 		ProxyCPUs:   []int{measuredCPU},
@@ -78,6 +82,7 @@ func groundTruthPlan(flavor string, ladder ...int) plan.Plan {
 	p.Flavors, p.Tiers, p.Shapes, p.Ladder = []string{flavor}, []string{plan.TierHeadersOnly}, []string{plan.ShapeGet}, ladder
 	p.Warmup, p.Measure, p.Cooldown = time.Second, 4*time.Second, 0
 	p.FloorRPS, p.Confirm = 0, true
+	p.SLOs = nil // the capacity search is what is checked here
 	return p
 }
 

@@ -109,6 +109,10 @@ func New(opts Options) (*Local, error) {
 		if err := procstat.PinProcess(os.Getpid(), opts.LoadgenCPUs); err != nil {
 			return nil, err
 		}
+		// The runtime sized itself by every CPU at start: more Ps than
+		// CPUs would make the load generator's own threads wait for one
+		// another, which its run-delay check would blame on others.
+		runtime.GOMAXPROCS(len(opts.LoadgenCPUs))
 	}
 	return &Local{opts: opts, envoyErr: envoyErr}, nil
 }
