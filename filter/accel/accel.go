@@ -12,10 +12,10 @@
 // (multimatch) and the other operators into exact matchers (operators).
 // It then puts generated rules at the start of phase 2: collectors, each a
 // multiMatch rule with a transformation chain, which see every value their
-// candidates see and record which candidates match one, then a decider that
-// removes, for this transaction only, each candidate that matched nothing (Coraza's
-// RemoveRuleByID, reached by an interface assertion; without it, nothing is
-// removed and every rule runs). A prefilter hit is confirmed exactly (RE2
+// candidates see and record which candidates match one, then a decider
+// that removes, for this transaction only, each candidate that matched
+// nothing (Coraza's RemoveRuleByID, reached by an interface assertion;
+// without it, nothing is removed and every rule runs). A prefilter hit is confirmed exactly (RE2
 // fed the expression rewritten with Go's semantics), so a candidate is
 // removed only when its own operator matches none of the values; the
 // prefilter only saves the work on values it rules out. Rules that stay run
