@@ -137,10 +137,10 @@ func TestPrefilterRemovesOnlyRulesThatCannotMatch(t *testing.T) {
 }
 
 // unreportedChangeRules pair each candidate without multiMatch with a
-// longer chain it prefixes: before collectors followed each candidate's
-// own semantics, both shared one multiMatch collector, which never saw
-// the values htmlEntityDecode and removeWhitespace change without saying
-// so.
+// longer chain it prefixes, so both share one multiMatch collector: with
+// Coraza's own htmlEntityDecode and removeWhitespace, it never saw the
+// values they change without saying so; with their honest twins
+// (plugin.HonestChain), it must.
 const unreportedChangeRules = `SecRuleEngine On
 SecRule ARGS "@rx (?i)'\)\s*;\s*alert\(" "id:3001,phase:2,deny,status:403,log,t:none,t:urlDecodeUni,t:htmlEntityDecode"
 SecRule ARGS "@rx nothing-here" "id:3002,phase:2,pass,log,t:none,t:urlDecodeUni,t:htmlEntityDecode,t:jsDecode"

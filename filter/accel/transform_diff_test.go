@@ -17,6 +17,7 @@ import (
 	"github.com/corazawaf/coraza/v3/experimental/plugins"
 	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
 
+	"github.com/wafsweep/wafsweep/filter/accel/plugin"
 	"github.com/wafsweep/wafsweep/filter/accel/seclang"
 	"github.com/wafsweep/wafsweep/filter/internal/crscorpus"
 )
@@ -186,8 +187,9 @@ func evaluate(w coraza.WAF, value string) {
 // differences returns how the collectors' values differ from the values
 // each chain's rule evaluates: a missing value is a difference (the
 // candidate could match it unseen); an extra one is a difference only for
-// a collector of exactly the candidate's chain, which must see exactly
-// what the rule sees.
+// a collector of exactly the candidate's chain and multiMatch, which must
+// see exactly what the rule sees. (A candidate without multiMatch
+// evaluates one value; its collector also sees the intermediate ones.)
 func (d *transformDiff) differences(value string) []string {
 	d.seen, d.want = map[int]map[string]bool{}, map[int]map[string]bool{}
 	evaluate(d.collected, value)
@@ -203,8 +205,7 @@ func (d *transformDiff) differences(value string) []string {
 				out = append(out, fmt.Sprintf("%s: collector %d never sees %q", d.chains[k], n, v))
 			}
 		}
-		exact := col.multiMatch == d.chains[k].multiMatch && isPrefix(col.transformations, d.chains[k].names) &&
-			len(col.transformations) == len(d.chains[k].names)
+		exact := d.chains[k].multiMatch && slices.Equal(col.transformations, d.chains[k].names)
 		for v := range got {
 			if exact && !want[v] {
 				out = append(out, fmt.Sprintf("%s: collector %d sees %q, which the rule never evaluates", d.chains[k], n, v))
@@ -235,6 +236,61 @@ func crsTransformDiff(t testing.TB) *transformDiff {
 		t.Fatal(sharedDiffErr)
 	}
 	return sharedDiff
+}
+
+// twinDiff compares each honest twin the collectors use with the Coraza
+// transformation it stands for: rule 2k runs pair k's original, rule 2k+1
+// its twin, both without multiMatch, so each evaluates exactly the output.
+type twinDiff struct {
+	pairs [][2]string
+	waf   coraza.WAF
+	got   map[int]map[string]bool
+}
+
+var (
+	sharedTwinsOnce sync.Once
+	sharedTwins     *twinDiff
+	sharedTwinsErr  error
+)
+
+func honestTwins(t testing.TB) *twinDiff {
+	t.Helper()
+	// Building the accelerator registers the twins with Coraza.
+	crsTransformDiff(t)
+	sharedTwinsOnce.Do(func() {
+		d := &twinDiff{pairs: [][2]string{
+			{"htmlEntityDecode", plugin.HonestHTMLEntityDecode},
+			{"removeWhitespace", plugin.HonestRemoveWhitespace},
+		}}
+		var rules strings.Builder
+		rules.WriteString("SecRuleEngine On\n")
+		for k, p := range d.pairs {
+			for j, name := range p {
+				rule := 2*k + j
+				fmt.Fprintf(&rules, "SecRule ARGS_GET \"@%s twins:%d\" \"id:%d,phase:2,pass,nolog,t:none,t:%s\"\n", recordOperator, rule, 7900+rule, name)
+			}
+		}
+		registerRecorder("twins", func(rule int, value string) { add(d.got, rule, value) })
+		d.waf, sharedTwinsErr = coraza.NewWAF(coraza.NewWAFConfig().WithDirectives(rules.String()))
+		sharedTwins = d
+	})
+	if sharedTwinsErr != nil {
+		t.Fatal(sharedTwinsErr)
+	}
+	return sharedTwins
+}
+
+// differences returns each pair whose two rules evaluated different values.
+func (d *twinDiff) differences(value string) []string {
+	d.got = map[int]map[string]bool{}
+	evaluate(d.waf, value)
+	var out []string
+	for k, p := range d.pairs {
+		if orig, twin := d.got[2*k], d.got[2*k+1]; !maps.Equal(orig, twin) {
+			out = append(out, fmt.Sprintf("%s evaluates %q, %s %q", p[0], slices.Collect(maps.Keys(orig)), p[1], slices.Collect(maps.Keys(twin))))
+		}
+	}
+	return out
 }
 
 // transformSeeds are values every run checks, named for the report.
@@ -272,10 +328,33 @@ func TestCollectorsSeeWhatTheirRulesSee(t *testing.T) {
 	}
 }
 
-// FuzzCollectorsSeeWhatTheirRulesSee is the long form: go test -run '^$'
-// -fuzz FuzzCollectorsSeeWhatTheirRulesSee -fuzztime 1000000x ./filter/accel/
+// TestHonestTwinsReproduceCoraza: the collectors' twins of the
+// transformations that misreport changes must produce Coraza's output.
+func TestHonestTwinsReproduceCoraza(t *testing.T) {
+	d := honestTwins(t)
+	for _, s := range transformSeeds {
+		for _, diff := range d.differences(s.value) {
+			t.Errorf("%s: %s", s.name, diff)
+		}
+	}
+	rng := rand.New(rand.NewPCG(*transformSeed, 1))
+	payloads := crscorpus.TestStrings(t, 2000, 200)
+	failed := 0
+	for i := 0; i < *transformValues && failed < 10; i++ {
+		v := crscorpus.Adversarial(rng, payloads)
+		if diffs := d.differences(v); len(diffs) > 0 {
+			failed++
+			t.Errorf("value %d %q: %s", i, v, diffs[0])
+		}
+	}
+}
+
+// FuzzCollectorsSeeWhatTheirRulesSee is the long form of both tests above:
+// go test -run '^$' -fuzz FuzzCollectorsSeeWhatTheirRulesSee -fuzztime
+// 1000000x ./filter/accel/
 func FuzzCollectorsSeeWhatTheirRulesSee(f *testing.F) {
 	d := crsTransformDiff(f)
+	twins := honestTwins(f)
 	for _, s := range transformSeeds {
 		f.Add(s.value)
 	}
@@ -288,7 +367,8 @@ func FuzzCollectorsSeeWhatTheirRulesSee(f *testing.F) {
 		f.Add(crscorpus.Adversarial(rng, payloads))
 	}
 	f.Fuzz(func(t *testing.T, value string) {
-		if diffs := d.differences(value); len(diffs) > 0 {
+		diffs := append(twins.differences(value), d.differences(value)...)
+		if len(diffs) > 0 {
 			t.Fatalf("%d differences, first: %s", len(diffs), strings.Join(diffs[:min(len(diffs), 5)], "\n"))
 		}
 	})

@@ -246,15 +246,17 @@ func TestLargeBodiesLeaveLittleInPooledTransactions(t *testing.T) {
 		s.Complete()
 	}
 	// One collection: Coraza's pool keeps the closed transactions.
-	// 83 MB before the operators were decided; 16 once they were. Since
-	// candidates without multiMatch get collectors of exactly their chain
-	// (the multiMatch ones missed values whose change a transformation
-	// does not report: a CRS bypass), those collectors fill Coraza's
-	// transformation cache as the candidates themselves would: 323 MB
-	// measured. This bound guards that level until the collectors step
-	// the transformations outside Coraza's cache.
-	const boundMB = 352
-	if grown := (liveHeap() - before) / (1 << 20); grown > boundMB {
+	// 83 MB before the operators were decided, 3-5 once they were; 323
+	// while candidates without multiMatch had collectors of exactly their
+	// chain, without multiMatch, which fill Coraza's transformation cache
+	// as the candidates would. The collectors run with multiMatch again,
+	// which skips the cache (the transformations that misreport changes
+	// have honest twins): 2-3 MB measured, twice that allowed for the
+	// collector's timing.
+	const boundMB = 8
+	grown := (liveHeap() - before) / (1 << 20)
+	t.Logf("16 closed json_50k transactions hold %d MB of heap (bound %d)", grown, boundMB)
+	if grown > boundMB {
 		t.Errorf("16 closed json_50k transactions hold %d MB of heap, want at most %d", grown, boundMB)
 	}
 }

@@ -1,6 +1,7 @@
 // Package plugin connects the accelerator to Coraza through its public
 // experimental plugin API: three operators that the accelerator's generated
-// rules name, registered once per process, and a compact @pmFromFile for
+// rules name, registered once per process, two transformations only its
+// collectors name (transformations.go), and a compact @pmFromFile for
 // accelerated WAFs (pmfromfile.go). The operators never match, so
 // the generated rules never run actions, never appear among a
 // transaction's matched rules and never log; their only effect is the
@@ -65,6 +66,7 @@ func Register(h Handler) (token string, release func()) {
 
 func registerOperators() {
 	registerPhraseOperators()
+	registerTransformations()
 	plugins.RegisterOperator(CollectOperator, func(o plugintypes.OperatorOptions) (plugintypes.Operator, error) {
 		token, index, ok := strings.Cut(strings.TrimSpace(o.Arguments), ":")
 		n, err := strconv.Atoi(index)
