@@ -71,9 +71,10 @@ type StepRow struct {
 	P50Ms, P90Ms, P99Ms, P999Ms, MaxMs float64
 	// The same calls timed from their actual send, as Fortio times them.
 	P50RawMs, P99RawMs float64
-	// SendLatenessP99Ms is the load generator's lateness (actual minus
-	// intended send): its own timing error below capacity.
-	SendLatenessP99Ms float64
+	// LoadgenLatenessP99Ms is the load generator's own lateness (actual
+	// minus intended send, on free connections; see loadgen.Window): what
+	// it adds to corrected latency, whatever the proxy does.
+	LoadgenLatenessP99Ms float64
 	// Unsent counts calls intended inside the window but never sent.
 	Unsent int64
 	// ProxyCompleted is the proxy's own count of requests completed in the
@@ -184,7 +185,7 @@ var stepSchema = schema[StepRow]{
 	floatCol("max_ms", func(r *sr) *float64 { return &r.MaxMs }),
 	floatCol("p50_raw_ms", func(r *sr) *float64 { return &r.P50RawMs }),
 	floatCol("p99_raw_ms", func(r *sr) *float64 { return &r.P99RawMs }),
-	floatCol("send_lateness_p99_ms", func(r *sr) *float64 { return &r.SendLatenessP99Ms }),
+	floatCol("loadgen_lateness_p99_ms", func(r *sr) *float64 { return &r.LoadgenLatenessP99Ms }),
 	int64Col("unsent", func(r *sr) *int64 { return &r.Unsent }),
 	int64Col("proxy_completed", func(r *sr) *int64 { return &r.ProxyCompleted }),
 	floatCol("proxy_cpu_s", func(r *sr) *float64 { return &r.ProxyCPUS }),

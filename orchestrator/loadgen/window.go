@@ -40,8 +40,10 @@ type Window struct {
 	Intended, Unsent int64
 	// Raw is latency from the actual send of the calls intended inside
 	// the window; Corrected is from the intended send, unsent slots
-	// included. Lateness is actual - intended send: the load generator's
-	// own timing error below capacity, the queue above it.
+	// included. Lateness is actual - intended send of the calls whose
+	// connection was free at their intended time: what the load
+	// generator itself (its scheduler, timer wake-ups, CPU) adds to
+	// corrected latency, as opposed to waiting for the proxy.
 	Raw, Corrected, Lateness Latency
 	// RunDelaySeconds is how long the load generator's threads waited for
 	// a CPU during the window: more than a little means it shared its
@@ -120,7 +122,7 @@ func (r *recorder) window(qps float64, start, end, stopped time.Time) Window {
 		first := runStart + interval*float64(conn)/float64(len(r.calls))
 		intended := func(iter int64) int64 { return int64(math.Round(first + float64(iter)*interval)) }
 		next := int64(0) // the first slot not yet sent
-		for _, c := range calls {
+		for i, c := range calls {
 			w.countCompletion(c, lo, hi)
 			next = c.iter + 1
 			t := intended(c.iter)
@@ -132,7 +134,9 @@ func (r *recorder) window(qps float64, start, end, stopped time.Time) Window {
 			// A start a hair before the estimated intended time is the
 			// estimate's error, not an early send.
 			corrected = append(corrected, float64(c.end-min(t, c.start)))
-			lateness = append(lateness, float64(max(c.start-t, 0)))
+			if i == 0 || calls[i-1].end <= t {
+				lateness = append(lateness, float64(max(c.start-t, 0)))
+			}
 		}
 		for slot := next; intended(slot) < hi; slot++ {
 			if t := intended(slot); t >= lo {

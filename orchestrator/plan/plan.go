@@ -36,11 +36,11 @@ type Plan struct {
 	// MaxLoadgenCPU is the fraction of its CPU budget the load generator may
 	// use before a step is declared invalid.
 	MaxLoadgenCPU float64
-	// MaxLoadgenRunDelay is the share of the window the load generator's
-	// threads may wait for a CPU before a step is declared invalid: beyond
-	// it something else runs on its CPUs, and its late sends (counted
-	// against latency) are not the proxy's doing.
-	MaxLoadgenRunDelay float64
+	// MaxLoadgenLateness is the share of a step's corrected p99 that the
+	// load generator's own lateness (its p99, on free connections) may be
+	// before the step is invalid: beyond it, the latency reported is the
+	// instrument's, not the proxy's. Above 1 ms only.
+	MaxLoadgenLateness float64
 	// KneeResolution is the bisection's gap, a fraction of the highest
 	// passing rate: at most 0.05 (5%), at every rate.
 	KneeResolution float64
@@ -67,7 +67,7 @@ func Default() Plan {
 		Rounds:             1,
 		Confirm:            true,
 		MaxLoadgenCPU:      0.70,
-		MaxLoadgenRunDelay: 0.05,
+		MaxLoadgenLateness: 0.25,
 		KneeResolution:     0.05,
 		P99SLO:             10 * time.Millisecond,
 		SLOs:               []time.Duration{10 * time.Millisecond, 50 * time.Millisecond, 250 * time.Millisecond},
@@ -89,7 +89,7 @@ type planJSON struct {
 	Rounds             int      `json:"rounds"`
 	Confirm            bool     `json:"confirm"`
 	MaxLoadgenCPU      float64  `json:"max_loadgen_cpu"`
-	MaxLoadgenRunDelay float64  `json:"max_loadgen_run_delay"`
+	MaxLoadgenLateness float64  `json:"max_loadgen_lateness"`
 	KneeResolution     float64  `json:"knee_resolution"`
 	P99SLO             string   `json:"p99_slo"`
 	SLOs               []string `json:"slos"`
@@ -101,7 +101,7 @@ func (p Plan) MarshalJSON() ([]byte, error) {
 		Flavors: p.Flavors, Tiers: p.Tiers, Shapes: p.Shapes, Ladder: p.Ladder,
 		FloorRPS: p.FloorRPS, Connections: p.Connections,
 		Warmup: p.Warmup.String(), Measure: p.Measure.String(), Cooldown: p.Cooldown.String(),
-		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenRunDelay: p.MaxLoadgenRunDelay, KneeResolution: p.KneeResolution,
+		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenLateness: p.MaxLoadgenLateness, KneeResolution: p.KneeResolution,
 		P99SLO: p.P99SLO.String(), SLOs: durationStrings(p.SLOs),
 	})
 }
@@ -116,7 +116,7 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 		Shapes: slices.Clone(p.Shapes), Ladder: slices.Clone(p.Ladder),
 		FloorRPS: p.FloorRPS, Connections: p.Connections,
 		Warmup: p.Warmup.String(), Measure: p.Measure.String(), Cooldown: p.Cooldown.String(),
-		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenRunDelay: p.MaxLoadgenRunDelay, KneeResolution: p.KneeResolution,
+		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenLateness: p.MaxLoadgenLateness, KneeResolution: p.KneeResolution,
 		P99SLO: p.P99SLO.String(), SLOs: durationStrings(p.SLOs),
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -143,7 +143,7 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 	}
 	p.Flavors, p.Tiers, p.Shapes, p.Ladder, p.FloorRPS = f.Flavors, f.Tiers, f.Shapes, f.Ladder, f.FloorRPS
 	p.Connections, p.Rounds, p.Confirm = f.Connections, f.Rounds, f.Confirm
-	p.MaxLoadgenCPU, p.MaxLoadgenRunDelay, p.KneeResolution = f.MaxLoadgenCPU, f.MaxLoadgenRunDelay, f.KneeResolution
+	p.MaxLoadgenCPU, p.MaxLoadgenLateness, p.KneeResolution = f.MaxLoadgenCPU, f.MaxLoadgenLateness, f.KneeResolution
 	slos, err := ParseDurations(f.SLOs)
 	if err != nil {
 		return fmt.Errorf("slos: %w", err)

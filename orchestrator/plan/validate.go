@@ -127,8 +127,8 @@ func (p Plan) checkRun() []error {
 	if !(p.KneeResolution >= 0.005 && p.KneeResolution <= 0.05) {
 		errs = append(errs, fmt.Errorf("knee_resolution = %g: use a fraction in [0.005, 0.05] (5%% is the reference)", p.KneeResolution))
 	}
-	if !(p.MaxLoadgenRunDelay > 0 && p.MaxLoadgenRunDelay <= 1) {
-		errs = append(errs, fmt.Errorf("max_loadgen_run_delay = %g: use a fraction in (0, 1], e.g. 0.05", p.MaxLoadgenRunDelay))
+	if !(p.MaxLoadgenLateness > 0 && p.MaxLoadgenLateness <= 1) {
+		errs = append(errs, fmt.Errorf("max_loadgen_lateness = %g: use a fraction in (0, 1], e.g. 0.25", p.MaxLoadgenLateness))
 	}
 	for i, slo := range p.SLOs {
 		if slo <= 0 || slices.Contains(p.SLOs[:i], slo) {

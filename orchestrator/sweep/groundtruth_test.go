@@ -103,8 +103,8 @@ func sweepSteps(t *testing.T, p plan.Plan, tgt *local.Local) []dataset.StepRow {
 		t.Fatal(err)
 	}
 	for _, s := range steps {
-		t.Logf("%4d RPS %-7s achieved %7.1f, p50 %7.2f ms, p99 %7.2f ms (raw %6.2f), %.3f cores per 1k, backend %.2f s, %v",
-			s.TargetRPS, s.Verdict, s.AchievedRPS, s.P50Ms, s.P99Ms, s.P99RawMs, s.CoresPer1k, s.BackendCPUS, s.Reasons)
+		t.Logf("%4d RPS %-7s achieved %7.1f, p50 %7.2f ms, p99 %7.2f ms (raw %6.2f, load generator late %5.2f), %.3f cores per 1k, backend %.2f s, %v",
+			s.TargetRPS, s.Verdict, s.AchievedRPS, s.P50Ms, s.P99Ms, s.P99RawMs, s.LoadgenLatenessP99Ms, s.CoresPer1k, s.BackendCPUS, s.Reasons)
 	}
 	return steps
 }
@@ -189,10 +189,15 @@ func TestCalibrationFindsTheKnownLatency(t *testing.T) {
 		if s.Verdict != dataset.VerdictPass {
 			t.Errorf("at %d RPS: %s %v", s.TargetRPS, s.Verdict, s.Reasons)
 		}
-		for name, got := range map[string]float64{"p50": s.P50Ms, "p99": s.P99Ms} {
-			if got < known || got > known*1.05 {
-				t.Errorf("at %d RPS: corrected %s %.2f ms, want the known %.0f ms within 5%%", s.TargetRPS, name, got, known)
-			}
+		// The load generator's own lateness (timer wake-ups: 1-3 ms at p99
+		// on the VMs seen) is measured and published with every step; the
+		// p99 may carry it, nothing else.
+		if s.P50Ms < known || s.P50Ms > known*1.05 {
+			t.Errorf("at %d RPS: corrected p50 %.2f ms, want the known %.0f ms within 5%%", s.TargetRPS, s.P50Ms, known)
+		}
+		if s.P99Ms < known || s.P99Ms > known*1.05+s.LoadgenLatenessP99Ms {
+			t.Errorf("at %d RPS: corrected p99 %.2f ms, want the known %.0f ms within 5%% plus the load generator's own lateness p99 %.2f ms",
+				s.TargetRPS, s.P99Ms, known, s.LoadgenLatenessP99Ms)
 		}
 	}
 }
@@ -216,9 +221,9 @@ func TestOneCoreProxyNeverReportsMoreThanOneCore(t *testing.T) {
 		if cores > 1.01 {
 			t.Errorf("at %d RPS: Envoy on one CPU used %.3f cores over the window", s.TargetRPS, cores)
 		}
-		// Unless the load generator itself was starved (flagged), the
-		// overload must have kept Envoy busy: else the bound says nothing.
-		if starved := s.LoadgenRunDelayS/s.WindowS > p.MaxLoadgenRunDelay; !starved && cores < 0.5 {
+		// The overload must have kept Envoy busy, or the bound says
+		// nothing.
+		if cores < 0.5 {
 			t.Errorf("at %d RPS: Envoy used only %.3f cores: the step did not load it", s.TargetRPS, cores)
 		}
 		if ok := float64(s.Completed - s.Non2xx - s.SocketErrors); s.CoresPer1k*ok/1000/s.WindowS > 1.01 {

@@ -13,7 +13,8 @@ import (
 )
 
 func TestWindowReasons(t *testing.T) {
-	base := dataset.StepRow{TargetRPS: 1000, WindowS: 20, Completed: 20000, ProxyCPUS: 10, ProxyCompleted: 20003, LoadgenRunDelayS: 0.1}
+	base := dataset.StepRow{TargetRPS: 1000, WindowS: 20, Completed: 20000, ProxyCPUS: 10, ProxyCompleted: 20003,
+		P99Ms: 8, LoadgenLatenessP99Ms: 0.5, LoadgenRunDelayS: 3}
 	tests := []struct {
 		name   string
 		change func(*dataset.StepRow)
@@ -27,13 +28,15 @@ func TestWindowReasons(t *testing.T) {
 		{"counters a few requests apart", func(r *dataset.StepRow) { r.ProxyCompleted = 20150 }, 1, ""},
 		{"counters apart", func(r *dataset.StepRow) { r.ProxyCompleted = 19000 }, 1, "proxy counted 19000 requests in the window, the load generator 20000"},
 		{"no proxy counter", func(r *dataset.StepRow) { r.ProxyCompleted = -1; r.Completed = 5 }, 1, ""},
-		{"a starved load generator", func(r *dataset.StepRow) { r.LoadgenRunDelayS = 2 }, 1, "load generator waited for a CPU 10% of the window"},
+		{"a late load generator", func(r *dataset.StepRow) { r.LoadgenLatenessP99Ms = 2.5 }, 1, "load generator's own lateness p99 2.50 ms is over 25% of the corrected p99 8.00 ms"},
+		{"late, but within a quarter", func(r *dataset.StepRow) { r.LoadgenLatenessP99Ms = 1.9 }, 1, ""},
+		{"late under a millisecond", func(r *dataset.StepRow) { r.LoadgenLatenessP99Ms, r.P99Ms = 0.9, 1 }, 1, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			row := base
 			tc.change(&row)
-			got := windowReasons(row, tc.cores, 0.05)
+			got := windowReasons(row, tc.cores, 0.25)
 			switch {
 			case tc.want == "" && len(got) != 0:
 				t.Errorf("reasons %q, want none", got)
@@ -59,7 +62,7 @@ func TestFillCountsTakesTheWindow(t *testing.T) {
 	fillCounts(&row, res, edges)
 	want := dataset.StepRow{
 		WindowS: 10, Scheduled: 1000, Completed: 998, Non2xx: 1, SocketErrors: 1, SocketsOpened: 8, AchievedRPS: 99.8,
-		P50Ms: 2, P99Ms: 40, P50RawMs: 1, P99RawMs: 5, SendLatenessP99Ms: 35, Unsent: 2, ProxyCompleted: 999, LoadgenRunDelayS: 0.02,
+		P50Ms: 2, P99Ms: 40, P50RawMs: 1, P99RawMs: 5, LoadgenLatenessP99Ms: 35, Unsent: 2, ProxyCompleted: 999, LoadgenRunDelayS: 0.02,
 	}
 	if !reflect.DeepEqual(row, want) {
 		t.Errorf("row\n%+v\nwant\n%+v", row, want)

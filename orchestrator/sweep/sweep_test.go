@@ -29,9 +29,10 @@ func tinyPlan() plan.Plan {
 	p.FloorRPS = 0
 	p.Confirm = false
 	// make test runs other packages beside this one: the load generator
-	// shares its CPUs, which the run-delay guard (tested on its own) would
-	// rightly call an invalid measurement. These tests check the plumbing.
-	p.MaxLoadgenRunDelay = 1
+	// shares its CPUs and is late, which the lateness guard (tested on its
+	// own) would rightly call an invalid measurement. These tests check
+	// the plumbing.
+	p.MaxLoadgenLateness = 1
 	return p
 }
 
