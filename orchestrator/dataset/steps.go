@@ -93,7 +93,10 @@ type StepRow struct {
 	BackendCPUS float64
 	// ProxyThrottledS is how long the CFS quota throttled the proxy during
 	// the window (Kubernetes targets; NaN where there is no quota).
-	ProxyThrottledS        float64
+	ProxyThrottledS float64
+	// StealS is the hypervisor's steal from the measured CPUs during the
+	// window (NaN where it cannot be read).
+	StealS                 float64
 	ProxyRSSPeakMB         float64 // peak during the step
 	ProxyRSSLifetimePeakMB float64 // peak since the proxy started (rule compilation included)
 	LoadgenCPUS            float64
@@ -193,6 +196,7 @@ var stepSchema = schema[StepRow]{
 	floatCol("cores_per_1k", func(r *sr) *float64 { return &r.CoresPer1k }),
 	floatCol("backend_cpu_s", func(r *sr) *float64 { return &r.BackendCPUS }),
 	floatCol("proxy_throttled_s", func(r *sr) *float64 { return &r.ProxyThrottledS }),
+	floatCol("cpu_steal_s", func(r *sr) *float64 { return &r.StealS }),
 	floatCol("proxy_rss_peak_mb", func(r *sr) *float64 { return &r.ProxyRSSPeakMB }),
 	floatCol("proxy_rss_lifetime_peak_mb", func(r *sr) *float64 { return &r.ProxyRSSLifetimePeakMB }),
 	floatCol("loadgen_cpu_s", func(r *sr) *float64 { return &r.LoadgenCPUS }),

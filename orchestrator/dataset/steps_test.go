@@ -18,7 +18,7 @@ func TestStepsHeaderIsTheDeclaredSchema(t *testing.T) {
 		"window_s", "scheduled", "completed", "completion", "non2xx", "socket_errors", "sockets_opened",
 		"error_ratio", "achieved_rps", "p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms",
 		"p50_raw_ms", "p99_raw_ms", "loadgen_lateness_p99_ms", "unsent", "proxy_completed",
-		"proxy_cpu_s", "proxy_idle_cpu_s_per_s", "cores_per_1k", "backend_cpu_s", "proxy_throttled_s", "proxy_rss_peak_mb",
+		"proxy_cpu_s", "proxy_idle_cpu_s_per_s", "cores_per_1k", "backend_cpu_s", "proxy_throttled_s", "cpu_steal_s", "proxy_rss_peak_mb",
 		"proxy_rss_lifetime_peak_mb", "loadgen_cpu_s", "loadgen_cpu_fraction", "loadgen_run_delay_s", "proxy_restarted",
 		"verdict", "reasons", "raw_file",
 	}
@@ -44,7 +44,7 @@ func fullRow(round int, configID string, seq int) StepRow {
 		SocketsOpened: 67, ErrorRatio: 0.00008016032064128257, AchievedRPS: 2495.1,
 		P50Ms: 0.412, P90Ms: 0.9, P99Ms: 2.25, P999Ms: 7.5, MaxMs: 31.25,
 		WindowS: 20.004, P50RawMs: 0.4, P99RawMs: 2.125, LoadgenLatenessP99Ms: 0.0625, Unsent: 7, ProxyCompleted: 49901,
-		ProxyCPUS: 12.5, ProxyIdleCPUSPerS: 0.002, CoresPer1k: 0.25, BackendCPUS: 3.5, ProxyThrottledS: 0.25, ProxyRSSPeakMB: 180.5,
+		ProxyCPUS: 12.5, ProxyIdleCPUSPerS: 0.002, CoresPer1k: 0.25, BackendCPUS: 3.5, ProxyThrottledS: 0.25, StealS: 0.03, ProxyRSSPeakMB: 180.5,
 		ProxyRSSLifetimePeakMB: 240.25, LoadgenCPUS: 8, LoadgenCPUFraction: 0.4, LoadgenRunDelayS: 0.125, ProxyRestarted: true,
 		Verdict: VerdictInvalid, Reasons: []string{"loadgen cpu 0.75 > 0.70", "proxy restarted"},
 		RawFile: "raw/r0/waf/full-crs/json_1k/002.json.gz",
@@ -90,7 +90,7 @@ func TestStepsNotMeasuredRoundTrips(t *testing.T) {
 	row.Reasons = []string{"a;b", "line\nbreak"}
 	writeRows(t, path, row)
 	data, _ := os.ReadFile(path)
-	if !strings.Contains(string(data), ",3.5,0.25,,240.25,") {
+	if !strings.Contains(string(data), ",3.5,0.25,0.03,,240.25,") {
 		t.Errorf("NaN is not an empty cell: %s", data)
 	}
 	got, err := ReadSteps(path)
@@ -186,9 +186,9 @@ func TestReadStepsErrors(t *testing.T) {
 		want string
 	}{
 		{"renamed column", strings.Replace(header, "target_rps", "rps", 1) + "\n", `line 1: header column 12 is "rps", want "target_rps"`},
-		{"missing column", strings.TrimSuffix(header, ",raw_file") + "\n", `line 1: header ends before column 49 "raw_file"`},
+		{"missing column", strings.TrimSuffix(header, ",raw_file") + "\n", `line 1: header ends before column 50 "raw_file"`},
 		{"bad number", good.String() + strings.Replace(string(line), ",2500,", ",fast,", 1), "line 3: column target_rps"},
-		{"short row", good.String() + "sw-1,0,c\n", "line 3: 3 fields, want 49"},
+		{"short row", good.String() + "sw-1,0,c\n", "line 3: 3 fields, want 50"},
 		{"duplicate", good.String() + string(line), "line 3: duplicate step (round 0, config c, seq 0), first on line 2"},
 	}
 	for _, tt := range tests {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -220,4 +221,41 @@ func parseSchedstatDelay(b []byte) (uint64, error) {
 		return 0, fmt.Errorf("malformed schedstat %q", b)
 	}
 	return strconv.ParseUint(fields[1], 10, 64)
+}
+
+// StealSeconds is the time the hypervisor ran something else while cpus
+// wanted to run (the steal column of /proc/stat), summed over cpus. A
+// measured process whose CPUs were stolen from ran slower for reasons
+// that are not its own.
+func StealSeconds(cpus []int) (float64, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, fmt.Errorf("procstat: %w", err)
+	}
+	return parseSteal(b, cpus)
+}
+
+func parseSteal(stat []byte, cpus []int) (float64, error) {
+	var total uint64
+	found := 0
+	for _, line := range strings.Split(string(stat), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 9 || !strings.HasPrefix(fields[0], "cpu") || fields[0] == "cpu" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimPrefix(fields[0], "cpu"))
+		if err != nil || !slices.Contains(cpus, n) {
+			continue
+		}
+		steal, err := strconv.ParseUint(fields[8], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("procstat: bad steal of %s: %w", fields[0], err)
+		}
+		total += steal
+		found++
+	}
+	if found != len(cpus) {
+		return 0, fmt.Errorf("procstat: /proc/stat lists %d of CPUs %v", found, cpus)
+	}
+	return float64(total) / clockTicks, nil
 }

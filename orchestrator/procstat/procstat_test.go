@@ -118,3 +118,25 @@ func allCPUs() []int {
 	}
 	return cpus
 }
+
+func TestParseSteal(t *testing.T) {
+	stat := []byte("cpu  1 2 3 4 5 6 7 800 0 0\ncpu0 1 2 3 4 5 6 7 300 0 0\ncpu1 1 2 3 4 5 6 7 500 0 0\nintr 1\n")
+	tests := []struct {
+		cpus []int
+		want float64
+		ok   bool
+	}{
+		{[]int{1}, 5, true},
+		{[]int{0, 1}, 8, true},
+		{[]int{2}, 0, false}, // no such CPU
+	}
+	for _, tc := range tests {
+		got, err := parseSteal(stat, tc.cpus)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("parseSteal(%v) = %v, %v; want %v (ok %v)", tc.cpus, got, err, tc.want, tc.ok)
+		}
+	}
+	if _, err := StealSeconds([]int{0}); err != nil {
+		t.Errorf("this machine's steal: %v", err)
+	}
+}

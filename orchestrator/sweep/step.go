@@ -29,6 +29,10 @@ const (
 	cpuAllowanceSlack   = 1.01 // fraction of the proxy's cores
 	counterSlackSeconds = 0.01 // of traffic at the target rate
 	counterSlackShare   = 0.01 // of the window's completions
+	// maxSteal is the share of a CPU the hypervisor may take from the
+	// measured CPUs over the window: beyond it the measured process ran
+	// slower for reasons not its own.
+	maxSteal = 0.02
 	// minLatenessMs is the load generator lateness (p99) that is never a
 	// reason: timer wake-ups on a VM take about that long.
 	minLatenessMs = 1.0
@@ -136,7 +140,7 @@ func (c *configRun) newRow(rate int, kind knee.Kind) dataset.StepRow {
 		Scheduled: int64(math.Round(float64(rate) * c.opts.Plan.Measure.Seconds())),
 		P50Ms:     math.NaN(), P90Ms: math.NaN(), P99Ms: math.NaN(), P999Ms: math.NaN(), MaxMs: math.NaN(),
 		P50RawMs: math.NaN(), P99RawMs: math.NaN(), LoadgenLatenessP99Ms: math.NaN(), ProxyCompleted: -1,
-		LoadgenRunDelayS: math.NaN(), BackendCPUS: math.NaN(), ProxyThrottledS: math.NaN(),
+		LoadgenRunDelayS: math.NaN(), BackendCPUS: math.NaN(), ProxyThrottledS: math.NaN(), StealS: math.NaN(),
 		ProxyCPUS: math.NaN(), CoresPer1k: math.NaN(), ProxyRSSPeakMB: math.NaN(), ProxyRSSLifetimePeakMB: math.NaN(),
 		LoadgenCPUS: math.NaN(), LoadgenCPUFraction: math.NaN(), AchievedRPS: math.NaN(),
 		ProxyIdleCPUSPerS: c.idleCPUPS,
@@ -163,6 +167,9 @@ func (c *configRun) fill(row *dataset.StepRow, res loadgen.Result, edges [2]edge
 	row.ProxyCPUS = after.ProxyCPUSeconds - before.ProxyCPUSeconds
 	if before.BackendCPUSeconds >= 0 && after.BackendCPUSeconds >= 0 {
 		row.BackendCPUS = after.BackendCPUSeconds - before.BackendCPUSeconds
+	}
+	if before.StealSeconds >= 0 && after.StealSeconds >= 0 {
+		row.StealS = after.StealSeconds - before.StealSeconds
 	}
 	if before.ProxyThrottledSeconds >= 0 && after.ProxyThrottledSeconds >= 0 {
 		row.ProxyThrottledS = after.ProxyThrottledSeconds - before.ProxyThrottledSeconds
@@ -232,6 +239,9 @@ func windowReasons(row dataset.StepRow, proxyCores, maxLateness float64) []strin
 		if used := row.ProxyCPUS / row.WindowS; used > proxyCores*cpuAllowanceSlack {
 			reasons = append(reasons, fmt.Sprintf("proxy used %.3f cores over the window, more than the %g it may use", used, proxyCores))
 		}
+	}
+	if steal := row.StealS / row.WindowS; steal > maxSteal {
+		reasons = append(reasons, fmt.Sprintf("the hypervisor took %.1f%% of a CPU from the measured CPUs (limit %.0f%%)", 100*steal, 100*maxSteal))
 	}
 	// Above a millisecond, the load generator's own lateness must be a
 	// small part of the latency it reports (its CPUs' run delay is in

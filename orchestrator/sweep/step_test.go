@@ -30,6 +30,7 @@ func TestWindowReasons(t *testing.T) {
 		{"no proxy counter", func(r *dataset.StepRow) { r.ProxyCompleted = -1; r.Completed = 5 }, 1, ""},
 		{"a late load generator", func(r *dataset.StepRow) { r.LoadgenLatenessP99Ms = 2.5 }, 1, "load generator's own lateness p99 2.50 ms is over 25% of the corrected p99 8.00 ms"},
 		{"late, but within a quarter", func(r *dataset.StepRow) { r.LoadgenLatenessP99Ms = 1.9 }, 1, ""},
+		{"stolen CPU", func(r *dataset.StepRow) { r.StealS = 0.5 }, 1, "the hypervisor took 2.5% of a CPU from the measured CPUs"},
 		{"late under a millisecond", func(r *dataset.StepRow) { r.LoadgenLatenessP99Ms, r.P99Ms = 0.9, 1 }, 1, ""},
 	}
 	for _, tc := range tests {

@@ -74,6 +74,10 @@ type Usage struct {
 	// ProxyThrottledSeconds is the proxy's cumulative CFS throttling
 	// (Kubernetes targets); negative where there is no CPU quota to read.
 	ProxyThrottledSeconds float64
+	// StealSeconds is the cumulative time the hypervisor took from the CPUs
+	// of what is measured (the proxy's, or the backend's for the direct
+	// flavor); negative where it cannot be read.
+	StealSeconds float64
 }
 
 // Description is what the metadata records about a target.

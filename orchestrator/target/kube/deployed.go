@@ -269,7 +269,7 @@ func (d *deployed) Usage() (target.Usage, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	k := d.kube
-	u := target.Usage{BackendCPUSeconds: -1, ProxyThrottledSeconds: -1}
+	u := target.Usage{BackendCPUSeconds: -1, ProxyThrottledSeconds: -1, StealSeconds: -1} // the node's steal is not read
 	if b, err := k.readContainer(ctx, k.backendPod, "backend"); err == nil {
 		u.BackendCPUSeconds = b.CPUSeconds
 	}

@@ -304,6 +304,7 @@ func (d *deployed) RunLoad(ctx context.Context, spec loadgen.Spec) (loadgen.Resu
 
 func (d *deployed) Usage() (target.Usage, error) {
 	u := target.Usage{BackendCPUSeconds: d.backend.cpuSeconds(), ProxyThrottledSeconds: -1} // pinned, no quota
+	u.StealSeconds = d.steal()
 	if d.nginx != nil {
 		return d.nginxUsage(u)
 	}
@@ -320,6 +321,23 @@ func (d *deployed) Usage() (target.Usage, error) {
 	}
 	u.ProxyRSSBytes, u.ProxyPeakRSSBytes = mem.RSSBytes, mem.PeakBytes
 	return u, nil
+}
+
+// steal reads the hypervisor's steal from the measured CPUs: the proxy's,
+// or for the direct flavor the backend's when it has its own process.
+func (d *deployed) steal() float64 {
+	cpus := d.local.opts.ProxyCPUs
+	if d.envoy == nil && d.nginx == nil {
+		if d.backend.cpuSeconds() < 0 {
+			return -1
+		}
+		cpus = d.local.opts.BackendCPUs
+	}
+	s, err := procstat.StealSeconds(cpus)
+	if err != nil {
+		return -1
+	}
+	return s
 }
 
 func (d *deployed) Restarted() bool {
