@@ -41,6 +41,11 @@ type Plan struct {
 	// before the step is invalid: beyond it, the latency reported is the
 	// instrument's, not the proxy's. Above 1 ms only.
 	MaxLoadgenLateness float64
+	// MaxCPUSteal is the share of a CPU the hypervisor may take from the
+	// measured CPUs over a window (the steal column of /proc/stat) before
+	// the step is invalid: the measured process then ran slower for
+	// reasons not its own.
+	MaxCPUSteal float64
 	// KneeResolution is the bisection's gap, a fraction of the highest
 	// passing rate: at most 0.05 (5%), at every rate.
 	KneeResolution float64
@@ -68,6 +73,7 @@ func Default() Plan {
 		Confirm:            true,
 		MaxLoadgenCPU:      0.70,
 		MaxLoadgenLateness: 0.25,
+		MaxCPUSteal:        0.02,
 		KneeResolution:     0.05,
 		P99SLO:             10 * time.Millisecond,
 		SLOs:               []time.Duration{10 * time.Millisecond, 50 * time.Millisecond, 250 * time.Millisecond},
@@ -90,6 +96,7 @@ type planJSON struct {
 	Confirm            bool     `json:"confirm"`
 	MaxLoadgenCPU      float64  `json:"max_loadgen_cpu"`
 	MaxLoadgenLateness float64  `json:"max_loadgen_lateness"`
+	MaxCPUSteal        float64  `json:"max_cpu_steal"`
 	KneeResolution     float64  `json:"knee_resolution"`
 	P99SLO             string   `json:"p99_slo"`
 	SLOs               []string `json:"slos"`
@@ -101,7 +108,7 @@ func (p Plan) MarshalJSON() ([]byte, error) {
 		Flavors: p.Flavors, Tiers: p.Tiers, Shapes: p.Shapes, Ladder: p.Ladder,
 		FloorRPS: p.FloorRPS, Connections: p.Connections,
 		Warmup: p.Warmup.String(), Measure: p.Measure.String(), Cooldown: p.Cooldown.String(),
-		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenLateness: p.MaxLoadgenLateness, KneeResolution: p.KneeResolution,
+		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenLateness: p.MaxLoadgenLateness, MaxCPUSteal: p.MaxCPUSteal, KneeResolution: p.KneeResolution,
 		P99SLO: p.P99SLO.String(), SLOs: durationStrings(p.SLOs),
 	})
 }
@@ -116,7 +123,7 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 		Shapes: slices.Clone(p.Shapes), Ladder: slices.Clone(p.Ladder),
 		FloorRPS: p.FloorRPS, Connections: p.Connections,
 		Warmup: p.Warmup.String(), Measure: p.Measure.String(), Cooldown: p.Cooldown.String(),
-		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenLateness: p.MaxLoadgenLateness, KneeResolution: p.KneeResolution,
+		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenLateness: p.MaxLoadgenLateness, MaxCPUSteal: p.MaxCPUSteal, KneeResolution: p.KneeResolution,
 		P99SLO: p.P99SLO.String(), SLOs: durationStrings(p.SLOs),
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -144,6 +151,7 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 	p.Flavors, p.Tiers, p.Shapes, p.Ladder, p.FloorRPS = f.Flavors, f.Tiers, f.Shapes, f.Ladder, f.FloorRPS
 	p.Connections, p.Rounds, p.Confirm = f.Connections, f.Rounds, f.Confirm
 	p.MaxLoadgenCPU, p.MaxLoadgenLateness, p.KneeResolution = f.MaxLoadgenCPU, f.MaxLoadgenLateness, f.KneeResolution
+	p.MaxCPUSteal = f.MaxCPUSteal
 	slos, err := ParseDurations(f.SLOs)
 	if err != nil {
 		return fmt.Errorf("slos: %w", err)

@@ -82,6 +82,7 @@ func TestValidate(t *testing.T) {
 		{"cpu budget", func(p *Plan) { p.MaxLoadgenCPU = 70 }, []string{"max_loadgen_cpu = 70"}},
 		{"coarse knee", func(p *Plan) { p.KneeResolution = 0.1 }, []string{"knee_resolution = 0.1: use a fraction in [0.005, 0.05]"}},
 		{"lateness", func(p *Plan) { p.MaxLoadgenLateness = 0 }, []string{"max_loadgen_lateness = 0"}},
+		{"steal", func(p *Plan) { p.MaxCPUSteal = 2 }, []string{"max_cpu_steal = 2"}},
 		{"repeated slo", func(p *Plan) { p.SLOs = []time.Duration{time.Millisecond, time.Millisecond} }, []string{"slos: 1ms: use distinct positive durations"}},
 		{"slo", func(p *Plan) { p.P99SLO = 0 }, []string{"p99_slo = 0s"}},
 		{"negative floor", func(p *Plan) { p.FloorRPS = -1 },

@@ -127,6 +127,9 @@ func (p Plan) checkRun() []error {
 	if !(p.KneeResolution >= 0.005 && p.KneeResolution <= 0.05) {
 		errs = append(errs, fmt.Errorf("knee_resolution = %g: use a fraction in [0.005, 0.05] (5%% is the reference)", p.KneeResolution))
 	}
+	if !(p.MaxCPUSteal > 0 && p.MaxCPUSteal <= 1) {
+		errs = append(errs, fmt.Errorf("max_cpu_steal = %g: use a fraction of a CPU in (0, 1], e.g. 0.02", p.MaxCPUSteal))
+	}
 	if !(p.MaxLoadgenLateness > 0 && p.MaxLoadgenLateness <= 1) {
 		errs = append(errs, fmt.Errorf("max_loadgen_lateness = %g: use a fraction in (0, 1], e.g. 0.25", p.MaxLoadgenLateness))
 	}

@@ -29,10 +29,6 @@ const (
 	cpuAllowanceSlack   = 1.01 // fraction of the proxy's cores
 	counterSlackSeconds = 0.01 // of traffic at the target rate
 	counterSlackShare   = 0.01 // of the window's completions
-	// maxSteal is the share of a CPU the hypervisor may take from the
-	// measured CPUs over the window: beyond it the measured process ran
-	// slower for reasons not its own.
-	maxSteal = 0.02
 	// minLatenessMs is the load generator lateness (p99) that is never a
 	// reason: timer wake-ups on a VM take about that long.
 	minLatenessMs = 1.0
@@ -189,7 +185,7 @@ func (c *configRun) fill(row *dataset.StepRow, res loadgen.Result, edges [2]edge
 	}
 	row.ProxyRestarted = c.deployed.Restarted()
 	row.Reasons = invalidReasons(*row, res, c.opts.Plan.MaxLoadgenCPU)
-	row.Reasons = append(row.Reasons, windowReasons(*row, c.deployed.ProxyCores(), c.opts.Plan.MaxLoadgenLateness)...)
+	row.Reasons = append(row.Reasons, windowReasons(*row, c.deployed.ProxyCores(), c.opts.Plan)...)
 	if len(row.Reasons) > 0 {
 		row.Verdict = dataset.VerdictInvalid
 	}
@@ -233,22 +229,22 @@ func fillCounts(row *dataset.StepRow, res loadgen.Result, edges [2]edgeSample) {
 // windowReasons lists why the window's own figures cannot be right: the
 // proxy used more CPU than it has, or its request count disagrees with the
 // load generator's.
-func windowReasons(row dataset.StepRow, proxyCores, maxLateness float64) []string {
+func windowReasons(row dataset.StepRow, proxyCores float64, p plan.Plan) []string {
 	var reasons []string
 	if proxyCores > 0 && row.WindowS > 0 {
 		if used := row.ProxyCPUS / row.WindowS; used > proxyCores*cpuAllowanceSlack {
 			reasons = append(reasons, fmt.Sprintf("proxy used %.3f cores over the window, more than the %g it may use", used, proxyCores))
 		}
 	}
-	if steal := row.StealS / row.WindowS; steal > maxSteal {
-		reasons = append(reasons, fmt.Sprintf("the hypervisor took %.1f%% of a CPU from the measured CPUs (limit %.0f%%)", 100*steal, 100*maxSteal))
+	if steal := row.StealS / row.WindowS; steal > p.MaxCPUSteal {
+		reasons = append(reasons, fmt.Sprintf("the hypervisor took %.1f%% of a CPU from the measured CPUs (limit %.0f%%)", 100*steal, 100*p.MaxCPUSteal))
 	}
 	// Above a millisecond, the load generator's own lateness must be a
 	// small part of the latency it reports (its CPUs' run delay is in
 	// loadgen_run_delay_s, to say why when it is not).
-	if late := row.LoadgenLatenessP99Ms; late > minLatenessMs && late > maxLateness*row.P99Ms {
+	if late := row.LoadgenLatenessP99Ms; late > minLatenessMs && late > p.MaxLoadgenLateness*row.P99Ms {
 		reasons = append(reasons, fmt.Sprintf("load generator's own lateness p99 %.2f ms is over %.0f%% of the corrected p99 %.2f ms",
-			late, 100*maxLateness, row.P99Ms))
+			late, 100*p.MaxLoadgenLateness, row.P99Ms))
 	}
 	if row.ProxyCompleted >= 0 {
 		slack := counterSlackShare*float64(row.Completed) + counterSlackSeconds*float64(row.TargetRPS) + 2

@@ -9,6 +9,7 @@ import (
 
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
 	"github.com/wafsweep/wafsweep/orchestrator/target"
 )
 
@@ -37,7 +38,7 @@ func TestWindowReasons(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			row := base
 			tc.change(&row)
-			got := windowReasons(row, tc.cores, 0.25)
+			got := windowReasons(row, tc.cores, plan.Default())
 			switch {
 			case tc.want == "" && len(got) != 0:
 				t.Errorf("reasons %q, want none", got)

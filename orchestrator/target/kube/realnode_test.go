@@ -158,7 +158,7 @@ func TestRealNodeSweepStep(t *testing.T) {
 	p := plan.Default()
 	p.Flavors = []string{plan.FlavorWAF}
 	p.Tiers = []string{plan.TierHeadersOnly}
-	p.MaxLoadgenLateness = 1 // a shared test machine: plumbing, not a measurement
+	p.MaxLoadgenLateness, p.MaxCPUSteal = 1, 1 // a shared test machine: plumbing, not a measurement
 	p.Shapes = []string{plan.ShapeGet}
 	p.Ladder = []int{100}
 	p.Connections = 2

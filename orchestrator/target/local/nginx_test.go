@@ -200,7 +200,7 @@ func TestSweepThroughNginxModSecurity(t *testing.T) {
 	p := plan.Default()
 	p.Flavors = []string{plan.FlavorNginxModSecurity}
 	p.Tiers = []string{plan.TierFullCRS}
-	p.MaxLoadgenLateness = 1 // a shared test machine: plumbing, not a measurement
+	p.MaxLoadgenLateness, p.MaxCPUSteal = 1, 1 // a shared test machine: plumbing, not a measurement
 	p.Shapes = []string{plan.ShapeGet}
 	p.Ladder = []int{10, 20} // far below the knee
 	p.Connections = 4
