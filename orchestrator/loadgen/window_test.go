@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"math"
+	"slices"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -20,6 +21,7 @@ type serialServer struct {
 	mu          sync.Mutex
 	busy        time.Duration
 	served      int64
+	times       []time.Duration
 }
 
 func startSerialServer(t *testing.T, serviceTime time.Duration) *serialServer {
@@ -29,8 +31,10 @@ func startSerialServer(t *testing.T, serviceTime time.Duration) *serialServer {
 		s.mu.Lock()
 		start := time.Now()
 		time.Sleep(s.serviceTime)
-		s.busy += time.Since(start)
+		took := time.Since(start)
+		s.busy += took
 		s.served++
+		s.times = append(s.times, took)
 		s.mu.Unlock()
 	}))
 	t.Cleanup(s.Close)
@@ -48,6 +52,16 @@ func (s *serialServer) meanService() time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.busy / time.Duration(s.served)
+}
+
+// medianService is the median of the service times the server measured:
+// the latency a client should see at p50 when nothing queues.
+func (s *serialServer) medianService() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	times := slices.Clone(s.times)
+	slices.Sort(times)
+	return times[len(times)/2]
 }
 
 func within(got, want, fraction float64) bool { return math.Abs(got-want) <= fraction*want }
@@ -81,9 +95,11 @@ func TestWindowBelowCapacityMeasuresTheKnownLatency(t *testing.T) {
 	// Well below capacity nothing queues: raw latency is the service time
 	// plus loopback, and corrected latency adds only the load generator's
 	// own lateness (timer wake-ups), which it measures.
-	service := float64(srv.meanService()) / 1e6
-	if w.Raw.P50Ms < service || w.Raw.P50Ms > service*1.05+0.2 {
-		t.Errorf("raw p50 %.3f ms, want the service time %.3f ms within 5%%", w.Raw.P50Ms, service)
+	// (Within 5% plus a loopback round trip; make test runs this beside
+	// other packages, so the bounds leave the scheduler some room.)
+	service := float64(srv.medianService()) / 1e6
+	if w.Raw.P50Ms < service*0.95 || w.Raw.P50Ms > service*1.05+0.3 {
+		t.Errorf("raw p50 %.3f ms, want the median service time %.3f ms within 5%%", w.Raw.P50Ms, service)
 	}
 	if w.Corrected.P99Ms < w.Raw.P99Ms || w.Corrected.P99Ms > w.Raw.P99Ms+w.Lateness.P99Ms+0.2 {
 		t.Errorf("corrected p99 %.3f ms, want raw p99 %.3f ms plus at most the lateness p99 %.3f ms",

@@ -341,6 +341,7 @@ func TestSweepEndToEndOnFakeCluster(t *testing.T) {
 	p := plan.Default()
 	p.Flavors = []string{plan.FlavorDirect, plan.FlavorEnvoy, plan.FlavorWAF}
 	p.MaxLoadgenLateness, p.MaxCPUSteal = 1, 1 // a shared test machine: plumbing, not a measurement
+	p.SLOs = nil                               // the capacity search is the plumbing checked here
 	p.Tiers = []string{plan.TierTargeted}
 	p.Shapes = []string{plan.ShapeJSON1K}
 	p.Ladder = []int{100, 200}
@@ -418,6 +419,7 @@ func TestInterruptedSweepTearsDown(t *testing.T) {
 	p := plan.Default()
 	p.Flavors, p.Shapes, p.Ladder = []string{plan.FlavorEnvoy}, []string{plan.ShapeGet}, []int{100, 200, 400}
 	p.MaxLoadgenLateness, p.MaxCPUSteal = 1, 1 // a shared test machine: plumbing, not a measurement
+	p.SLOs = nil                               // the capacity search is the plumbing checked here
 	p.Connections = 2
 	p.Warmup, p.Measure, p.Cooldown = 100*time.Millisecond, 2*time.Second, 0
 	p.FloorRPS, p.Confirm = 0, false

@@ -159,6 +159,7 @@ func TestRealNodeSweepStep(t *testing.T) {
 	p.Flavors = []string{plan.FlavorWAF}
 	p.Tiers = []string{plan.TierHeadersOnly}
 	p.MaxLoadgenLateness, p.MaxCPUSteal = 1, 1 // a shared test machine: plumbing, not a measurement
+	p.SLOs = nil                               // the capacity search is the plumbing checked here
 	p.Shapes = []string{plan.ShapeGet}
 	p.Ladder = []int{100}
 	p.Connections = 2

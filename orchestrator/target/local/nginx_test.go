@@ -201,6 +201,7 @@ func TestSweepThroughNginxModSecurity(t *testing.T) {
 	p.Flavors = []string{plan.FlavorNginxModSecurity}
 	p.Tiers = []string{plan.TierFullCRS}
 	p.MaxLoadgenLateness, p.MaxCPUSteal = 1, 1 // a shared test machine: plumbing, not a measurement
+	p.SLOs = nil                               // the capacity search is the plumbing checked here
 	p.Shapes = []string{plan.ShapeGet}
 	p.Ladder = []int{10, 20} // far below the knee
 	p.Connections = 4
