@@ -3,9 +3,9 @@ package loadgen
 import (
 	"context"
 	"math"
-	"slices"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
