@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"syscall"
 	"time"
@@ -26,15 +27,21 @@ var percentiles = []float64{50, 90, 99, 99.9}
 
 // Result is one step's outcome.
 type Result struct {
-	TargetQPS     float64
-	ActualQPS     float64
-	Duration      time.Duration // measured run time
-	Scheduled     int64         // ScheduledCalls(QPS, Duration, Connections)
-	Completed     int64         // calls made, whatever their outcome
-	Non2xx        int64         // responses outside 200-299 (socket errors excluded)
-	SocketErrors  int64         // calls that got no HTTP response
-	SocketsOpened int64         // connections opened; above Connections means reconnects
-	// Codes counts calls by status; -1 is Fortio's code for a socket error.
+	// With a Window (Run's results), the counts, rate and latency below
+	// are the window's (latency corrected); without one (a remote Fortio
+	// server), Fortio's totals over its run.
+	TargetQPS float64
+	ActualQPS float64
+	Duration  time.Duration // measured time
+	Scheduled int64         // calls scheduled in it
+	Completed int64         // calls completed in it, whatever their outcome
+	// RunCompleted is every call the run made, warm-up and tail included.
+	RunCompleted  int64
+	Non2xx        int64 // responses outside 200-299 (socket errors excluded)
+	SocketErrors  int64 // calls that got no HTTP response
+	SocketsOpened int64 // connections opened; above Connections means reconnects
+	// Codes counts the run's calls by status (Fortio's, warm-up and tail
+	// included); -1 is Fortio's code for a socket error.
 	Codes                              map[int]int64
 	P50Ms, P90Ms, P99Ms, P999Ms, MaxMs float64
 	// LoadgenCPUSeconds is this process's CPU (user+system) during the run.
@@ -124,7 +131,7 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 	}
 	w := rec.window(spec.QPS, edge.times[0], edge.times[1], edge.times[2])
 	w.RunDelaySeconds = edge.runDelay[1] - edge.runDelay[0]
-	result.Window = &w
+	result.useWindow(w)
 	return result, nil
 }
 
@@ -168,6 +175,19 @@ func driveWindow(ctx context.Context, spec Spec, rec *recorder, aborter *periodi
 	edges.times[2] = time.Now()
 	aborter.Abort(false)
 	done <- edges
+}
+
+// useWindow makes the result's counts and latency the window's, so that
+// every reader judges what happened inside it; Fortio's count of the whole
+// run stays in RunCompleted.
+func (r *Result) useWindow(w Window) {
+	r.Window = &w
+	r.RunCompleted = r.Completed
+	r.Scheduled = int64(math.Round(w.Scheduled))
+	r.Completed, r.Non2xx, r.SocketErrors = w.Completed, w.Non2xx, w.SocketErrors
+	r.ActualQPS, r.Duration = w.AchievedQPS(), w.End.Sub(w.Start)
+	l := w.Corrected
+	r.P50Ms, r.P90Ms, r.P99Ms, r.P999Ms, r.MaxMs = l.P50Ms, l.P90Ms, l.P99Ms, l.P999Ms, l.MaxMs
 }
 
 // quietFortio keeps Fortio's per-run chatter out of the output. Fortio's

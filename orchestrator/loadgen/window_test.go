@@ -106,8 +106,9 @@ func TestWindowBelowCapacityMeasuresTheKnownLatency(t *testing.T) {
 			w.Corrected.P99Ms, w.Raw.P99Ms, w.Lateness.P99Ms)
 	}
 	// The counts outside the window (warm-up and tail) are not in it.
-	if res.Completed <= w.Completed {
-		t.Errorf("whole run completed %d, window %d: warm-up and tail should add calls", res.Completed, w.Completed)
+	if res.RunCompleted <= w.Completed || res.Completed != w.Completed || res.P99Ms != w.Corrected.P99Ms {
+		t.Errorf("whole run completed %d, window %d, result %d (p99 %v, window's %v): the result is the window's, warm-up and tail add calls to the run",
+			res.RunCompleted, w.Completed, res.Completed, res.P99Ms, w.Corrected.P99Ms)
 	}
 }
 
