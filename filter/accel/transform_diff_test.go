@@ -311,17 +311,25 @@ var transformSeeds = []struct{ name, value string }{
 func TestCollectorsSeeWhatTheirRulesSee(t *testing.T) {
 	d := crsTransformDiff(t)
 	t.Logf("%d CRS chains, %d collectors", len(d.chains), len(d.acc.collectors))
+	checkDifferences(t, d.differences, 0)
+}
+
+// checkDifferences runs the named seeds and *transformValues adversarial
+// values (random stream `stream` of the seed) through differences, and
+// reports what differs, at most ten random values.
+func checkDifferences(t *testing.T, differences func(string) []string, stream uint64) {
+	t.Helper()
 	for _, s := range transformSeeds {
-		for _, diff := range d.differences(s.value) {
+		for _, diff := range differences(s.value) {
 			t.Errorf("%s: %s", s.name, diff)
 		}
 	}
-	rng := rand.New(rand.NewPCG(*transformSeed, 0))
+	rng := rand.New(rand.NewPCG(*transformSeed, stream))
 	payloads := crscorpus.TestStrings(t, 2000, 200)
 	failed := 0
 	for i := 0; i < *transformValues && failed < 10; i++ {
 		v := crscorpus.Adversarial(rng, payloads)
-		if diffs := d.differences(v); len(diffs) > 0 {
+		if diffs := differences(v); len(diffs) > 0 {
 			failed++
 			t.Errorf("value %d %q: %d differences, first: %s", i, v, len(diffs), diffs[0])
 		}
@@ -331,22 +339,7 @@ func TestCollectorsSeeWhatTheirRulesSee(t *testing.T) {
 // TestHonestTwinsReproduceCoraza: the collectors' twins of the
 // transformations that misreport changes must produce Coraza's output.
 func TestHonestTwinsReproduceCoraza(t *testing.T) {
-	d := honestTwins(t)
-	for _, s := range transformSeeds {
-		for _, diff := range d.differences(s.value) {
-			t.Errorf("%s: %s", s.name, diff)
-		}
-	}
-	rng := rand.New(rand.NewPCG(*transformSeed, 1))
-	payloads := crscorpus.TestStrings(t, 2000, 200)
-	failed := 0
-	for i := 0; i < *transformValues && failed < 10; i++ {
-		v := crscorpus.Adversarial(rng, payloads)
-		if diffs := d.differences(v); len(diffs) > 0 {
-			failed++
-			t.Errorf("value %d %q: %s", i, v, diffs[0])
-		}
-	}
+	checkDifferences(t, honestTwins(t).differences, 1)
 }
 
 // FuzzCollectorsSeeWhatTheirRulesSee is the long form of both tests above:
