@@ -57,6 +57,9 @@ func mixSpecs(t *testing.T, baseURL string, mix []share, rate float64, d time.Du
 		specs = append(specs, loadgen.Spec{
 			URL: baseURL + benignPath, Method: shape.Method, ContentType: shape.ContentType, Body: shape.Body,
 			QPS: qps, Connections: connectionsFor(qps, d, s.maxConns), Duration: d, RequestTimeout: requestTimeout,
+			// A steady mix, as the bounds were set on: a connection that
+			// fell behind skips, it does not burst.
+			NoCatchUp: true,
 		})
 	}
 	return specs

@@ -208,10 +208,10 @@ func fortioOptions(spec Spec) (*fhttp.HTTPRunnerOptions, error) {
 			Percentiles: percentiles,
 			Resolution:  resolutionSeconds,
 			Uniform:     true, // requests evenly spaced 1/QPS apart
-			// Catch-up: a connection that fell behind sends its late
-			// calls at once, each timed from its intended start (see
-			// Window). Skipping them would hide the queue.
-			NoCatchUp: false,
+			// Catch-up unless the spec says otherwise: a connection that
+			// fell behind sends its late calls at once, each timed from
+			// its intended start (see Window). Skipping would hide the queue.
+			NoCatchUp: spec.NoCatchUp,
 			Jitter:    false,
 			Out:       io.Discard,
 			Stop:      periodic.NewAborter(),

@@ -47,6 +47,11 @@ type Spec struct {
 	// OnEdge, when set, is called at the window's start and end, from
 	// another goroutine while the load runs; it should return quickly.
 	OnEdge func(Edge)
+	// NoCatchUp makes a connection that fell behind skip the slots it
+	// overran instead of sending them late. Measurements keep catch-up
+	// (see Window); the hardening tests' steady mixes use this to keep a
+	// late proxy from getting bursts.
+	NoCatchUp bool
 	// RequestTimeout bounds each request; default DefaultRequestTimeout.
 	RequestTimeout time.Duration
 }
