@@ -216,26 +216,29 @@ func (d *transformDiff) differences(value string) []string {
 	return out
 }
 
-var (
-	sharedDiffOnce sync.Once
-	sharedDiff     *transformDiff
-	sharedDiffErr  error
-)
+// sharedDiff builds the comparison over CRS's chains once per test binary:
+// the fuzz target and the deterministic tests share it.
+var sharedDiff = sync.OnceValues(func() (*transformDiff, error) {
+	chains, err := crsChains()
+	if err != nil {
+		return nil, err
+	}
+	return newTransformDiff(chains, "crs")
+})
 
-// crsTransformDiff builds the comparison over CRS's chains once per test
-// binary: the fuzz target and the deterministic test share it.
 func crsTransformDiff(t testing.TB) *transformDiff {
 	t.Helper()
-	sharedDiffOnce.Do(func() {
-		var chains []chain
-		if chains, sharedDiffErr = crsChains(); sharedDiffErr == nil {
-			sharedDiff, sharedDiffErr = newTransformDiff(chains, "crs")
-		}
-	})
-	if sharedDiffErr != nil {
-		t.Fatal(sharedDiffErr)
+	return must(t, sharedDiff)
+}
+
+// must returns what a shared builder made, or fails the test with its error.
+func must[T any](t testing.TB, build func() (T, error)) T {
+	t.Helper()
+	v, err := build()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return sharedDiff
+	return v
 }
 
 // twinDiff compares each honest twin the collectors use with the Coraza
@@ -247,38 +250,31 @@ type twinDiff struct {
 	got   map[int]map[string]bool
 }
 
-var (
-	sharedTwinsOnce sync.Once
-	sharedTwins     *twinDiff
-	sharedTwinsErr  error
-)
-
 func honestTwins(t testing.TB) *twinDiff {
 	t.Helper()
 	// Building the accelerator registers the twins with Coraza.
 	crsTransformDiff(t)
-	sharedTwinsOnce.Do(func() {
-		d := &twinDiff{pairs: [][2]string{
-			{"htmlEntityDecode", plugin.HonestHTMLEntityDecode},
-			{"removeWhitespace", plugin.HonestRemoveWhitespace},
-		}}
-		var rules strings.Builder
-		rules.WriteString("SecRuleEngine On\n")
-		for k, p := range d.pairs {
-			for j, name := range p {
-				rule := 2*k + j
-				fmt.Fprintf(&rules, "SecRule ARGS_GET \"@%s twins:%d\" \"id:%d,phase:2,pass,nolog,t:none,t:%s\"\n", recordOperator, rule, 7900+rule, name)
-			}
-		}
-		registerRecorder("twins", func(rule int, value string) { add(d.got, rule, value) })
-		d.waf, sharedTwinsErr = coraza.NewWAF(coraza.NewWAFConfig().WithDirectives(rules.String()))
-		sharedTwins = d
-	})
-	if sharedTwinsErr != nil {
-		t.Fatal(sharedTwinsErr)
-	}
-	return sharedTwins
+	return must(t, sharedTwins)
 }
+
+var sharedTwins = sync.OnceValues(func() (*twinDiff, error) {
+	d := &twinDiff{pairs: [][2]string{
+		{"htmlEntityDecode", plugin.HonestHTMLEntityDecode},
+		{"removeWhitespace", plugin.HonestRemoveWhitespace},
+	}}
+	var rules strings.Builder
+	rules.WriteString("SecRuleEngine On\n")
+	for k, p := range d.pairs {
+		for j, name := range p {
+			rule := 2*k + j
+			fmt.Fprintf(&rules, "SecRule ARGS_GET \"@%s twins:%d\" \"id:%d,phase:2,pass,nolog,t:none,t:%s\"\n", recordOperator, rule, 7900+rule, name)
+		}
+	}
+	registerRecorder("twins", func(rule int, value string) { add(d.got, rule, value) })
+	var err error
+	d.waf, err = coraza.NewWAF(coraza.NewWAFConfig().WithDirectives(rules.String()))
+	return d, err
+})
 
 // differences returns each pair whose two rules evaluated different values.
 func (d *twinDiff) differences(value string) []string {
