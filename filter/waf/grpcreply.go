@@ -14,9 +14,13 @@ import (
 // envoyTakesForGRPC mirrors Envoy's test for a gRPC request: a content type
 // of exactly "application/grpc" or starting with "application/grpc+"
 // (case-sensitive). Other spellings get a plain HTTP reply from Envoy.
+// It runs on every request: it walks the headers without collecting them.
 func envoyTakesForGRPC(req RequestHead) bool {
-	for _, ct := range headerValues(req.Headers, "content-type") {
-		if rest, ok := strings.CutPrefix(ct, "application/grpc"); ok && (rest == "" || rest[0] == '+') {
+	for _, h := range req.Headers {
+		if !strings.EqualFold(h.Name, "content-type") {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(h.Value, "application/grpc"); ok && (rest == "" || rest[0] == '+') {
 			return true
 		}
 	}

@@ -3,6 +3,7 @@ package waf
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -74,7 +75,7 @@ func (sb StreamBodies) validate(field string) error {
 // the filter and the backend read a request differently.
 func (sb *StreamBodies) policyFor(req RequestHead) bodyPolicy {
 	if protocol, ok := tunnelProtocol(req); ok {
-		if protocol != "" && sb != nil && contains(sb.Upgrades, strings.ToLower(protocol)) {
+		if protocol != "" && sb != nil && slices.Contains(sb.Upgrades, strings.ToLower(protocol)) {
 			return bodyStreamed
 		}
 		return tunnelRefused
@@ -83,7 +84,7 @@ func (sb *StreamBodies) policyFor(req RequestHead) bodyPolicy {
 		return bodyInspected
 	}
 	if values := headerValues(req.Headers, "content-type"); len(values) == 1 {
-		if mt, ok := mediaType(values[0]); ok && contains(sb.ContentTypes, mt) {
+		if mt, ok := mediaType(values[0]); ok && slices.Contains(sb.ContentTypes, mt) {
 			return bodyStreamed
 		}
 	}
@@ -178,15 +179,6 @@ func hasToken(values []string, token string) bool {
 			if strings.EqualFold(strings.TrimSpace(t), token) {
 				return true
 			}
-		}
-	}
-	return false
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
 		}
 	}
 	return false
