@@ -96,7 +96,7 @@ func roundRow(rows []StepRow, res knee.Result, sloMs float64) KneeRow {
 	if !r.Invalid {
 		r.Rounds = 1
 	}
-	if at, ok := lastPassAt(rows, r.KneeRPS); ok {
+	if at, ok := lastPassAt(rows, r.KneeRPS, 0); ok {
 		r.P50MsAtKnee, r.P99MsAtKnee, r.CoresPer1kAtKnee = at.P50Ms, at.P99Ms, at.CoresPer1k
 		r.RSSMBAtKnee = at.ProxyRSSPeakMB
 	}
@@ -119,11 +119,15 @@ func censoring(res knee.Result) string {
 	return CensoredNone
 }
 
-// lastPassAt returns the last passing run at target: the confirmation run
-// when there is one, since that is the measurement the knee rests on.
-func lastPassAt(rows []StepRow, target int) (StepRow, bool) {
+// lastPassAt returns the last run at target, of any search, that passed
+// the capacity criteria and, when sloMs > 0, kept its p99 within sloMs: the
+// confirmation run when there is one, since that is the measurement the
+// knee rests on.
+func lastPassAt(rows []StepRow, target int, sloMs float64) (StepRow, bool) {
 	for i := len(rows) - 1; i >= 0; i-- {
-		if rows[i].TargetRPS == target && target > 0 && rows[i].KneeStep().Passed() {
+		st := rows[i].KneeStep()
+		st.MaxP99Ms = sloMs
+		if rows[i].TargetRPS == target && target > 0 && st.Passed() {
 			return rows[i], true
 		}
 	}
@@ -162,7 +166,7 @@ func compareRoundsWithEnvoy(rows []KneeRow, steps []StepRow) {
 		}
 		r.KneeVsEnvoy = kneeRatio(*r, e)
 		envoySteps := searchSteps(steps, r.Round, e.ConfigID)
-		if at, ok := lastPassAt(envoySteps, r.KneeRPS); ok {
+		if at, ok := lastPassAt(envoySteps, r.KneeRPS, 0); ok {
 			r.AddedP99MsVsEnvoy = r.P99MsAtKnee - at.P99Ms
 		}
 	}

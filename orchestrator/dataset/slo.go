@@ -2,7 +2,6 @@ package dataset
 
 import (
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/wafsweep/wafsweep/orchestrator/knee"
@@ -102,7 +101,8 @@ func sloSearch(rows []StepRow, slo float64, bound int, opts knee.Options) (SLORe
 	res := SLOResult{SLOMs: slo, Bound: bound}
 	own := objectiveSteps(rows, slo)
 	if len(own) == 0 {
-		if p99, ok := p99OfLastPass(rows, bound); ok && p99 <= slo {
+		// The last run at the bound decides, as the capacity knee's does.
+		if at, ok := lastPassAt(rows, bound, 0); ok && at.P99Ms <= slo {
 			res.KneeRPS, res.Status = bound, SLOAtBound
 			return res, nil, nil
 		}
@@ -151,18 +151,4 @@ func objectiveSteps(rows []StepRow, slo float64) []StepRow {
 		}
 	}
 	return out
-}
-
-// p99OfLastPass is the corrected p99 of the last step at rate, of any
-// search, that passed the capacity criteria.
-func p99OfLastPass(rows []StepRow, rate int) (float64, bool) {
-	for i := len(rows) - 1; i >= 0; i-- {
-		r := rows[i]
-		st := r.KneeStep()
-		st.MaxP99Ms = 0
-		if r.TargetRPS == rate && st.Passed() && !math.IsNaN(r.P99Ms) {
-			return r.P99Ms, true
-		}
-	}
-	return 0, false
 }

@@ -78,7 +78,7 @@ func BuildSLOKnees(steps []StepRow, ladder []int, opts knee.Options, slos []floa
 		envoy := searchSteps(steps, key.round, plan.Config{Flavor: plan.FlavorEnvoy, Tier: plan.TierNone, Shape: all[0].Shape}.ID())
 		for _, res := range results {
 			row := sloRoundRow(all, res)
-			if at, ok := lastPassAt(envoy, row.KneeRPS); ok && row.Flavor != plan.FlavorEnvoy {
+			if at, ok := lastPassAt(envoy, row.KneeRPS, 0); ok && row.Flavor != plan.FlavorEnvoy {
 				row.AddedP99MsVsEnvoy = row.P99Ms - at.P99Ms
 			}
 			rows = append(rows, row)
@@ -96,14 +96,8 @@ func sloRoundRow(rows []StepRow, res SLOResult) SLOKneeRow {
 	if res.KneeRPS == 0 {
 		return out
 	}
-	for i := len(rows) - 1; i >= 0; i-- {
-		r := rows[i]
-		st := r.KneeStep()
-		st.MaxP99Ms = res.SLOMs
-		if r.TargetRPS == res.KneeRPS && st.Passed() {
-			out.P99Ms, out.CoresPer1k, out.RSSMB = r.P99Ms, r.CoresPer1k, r.ProxyRSSPeakMB
-			break
-		}
+	if r, ok := lastPassAt(rows, res.KneeRPS, res.SLOMs); ok {
+		out.P99Ms, out.CoresPer1k, out.RSSMB = r.P99Ms, r.CoresPer1k, r.ProxyRSSPeakMB
 	}
 	return out
 }
