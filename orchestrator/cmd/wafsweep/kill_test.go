@@ -75,7 +75,7 @@ func TestSIGKILLThenResume(t *testing.T) {
 	p, _ := (sweepFlags{profile: "short", flavors: "direct,envoy", shapes: "get", ladder: "100,200", floor: 0}).buildPlan()
 	for _, id := range []string{"direct/none/get", "envoy/none/get"} {
 		var steps []knee.Step
-		for _, r := range byConfig[id] {
+		for _, r := range dataset.CapacitySteps(byConfig[id]) { // SLO steps replay in their own searches
 			steps = append(steps, r.KneeStep())
 		}
 		search, err := knee.Replay(p.Ladder, p.KneeOptions(), steps)
