@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/wafsweep/wafsweep/filter/accel"
+	"github.com/wafsweep/wafsweep/filter/internal/offload"
 )
 
 // Mode says what the filter does with Coraza's verdicts.
@@ -77,6 +78,11 @@ type Config struct {
 	// StreamBodies names the requests whose bodies stream to the backend
 	// uninspected (default: none; see filter/README.md).
 	StreamBodies StreamBodies `json:"stream_bodies"`
+	// BodyBudgetBytes caps the request and response body bytes held for
+	// inspection at once, over all the streams of the filter config
+	// (default 256 MiB). A stream whose body would go over it is answered
+	// 503 and counted (shed{reason="body_budget"}).
+	BodyBudgetBytes int64 `json:"body_budget_bytes"`
 
 	// testHooks is only accepted by builds with the corazawaf_testhooks tag.
 	TestHooks *TestHooks `json:"test_hooks,omitempty"`
@@ -93,13 +99,26 @@ type OffWorker struct {
 	// headers-only requests are always inspected in place.
 	MinBodyBytes int64 `json:"min_body_bytes"`
 	// Threads is the number of inspection threads (default: the number of
-	// CPUs the process may use). The threads are shared by every filter
-	// config of the process, which has as many as the largest Threads.
+	// CPUs the process may use: its affinity, capped by its cgroup's CPU
+	// quota). The threads are shared by every filter config of the process,
+	// which has as many as the largest Threads.
 	Threads int `json:"threads"`
+	// QueueLength is how many of this config's bodies may wait for a
+	// thread (default 256). A body that finds the queue full gets the
+	// failure mode's answer (shed{reason="off_worker_queue_full"}): it is
+	// never inspected on Envoy's worker instead.
+	QueueLength int `json:"queue_length"`
 }
 
 // DefaultOffWorkerMinBodyBytes is OffWorker.MinBodyBytes when not set.
 const DefaultOffWorkerMinBodyBytes = 8192
+
+// DefaultOffWorkerQueueLength is OffWorker.QueueLength when not set.
+const DefaultOffWorkerQueueLength = 256
+
+// MaxOffWorkerQueueLength bounds OffWorker.QueueLength: the inspection
+// pool's own bound.
+const MaxOffWorkerQueueLength = offload.MaxQueueLength
 
 // DenyResponse is the local reply sent when a rule interrupts a stream.
 type DenyResponse struct {
@@ -173,7 +192,13 @@ func (c *Config) applyDefaults() {
 	if c.OffWorker.MinBodyBytes == 0 {
 		c.OffWorker.MinBodyBytes = DefaultOffWorkerMinBodyBytes
 	}
+	if c.OffWorker.QueueLength == 0 {
+		c.OffWorker.QueueLength = DefaultOffWorkerQueueLength
+	}
 	c.StreamBodies.normalize()
+	if c.BodyBudgetBytes == 0 {
+		c.BodyBudgetBytes = DefaultBodyBudgetBytes
+	}
 }
 
 func (c Config) validate() error {
@@ -207,6 +232,12 @@ func (c Config) validate() error {
 	}
 	if c.OffWorker.Threads < 0 || c.OffWorker.Threads > maxOffWorkerThreads {
 		errs = append(errs, fmt.Errorf("off_worker.threads %d: use 1 to %d, or 0 for one per CPU", c.OffWorker.Threads, maxOffWorkerThreads))
+	}
+	if c.OffWorker.QueueLength < 1 || c.OffWorker.QueueLength > MaxOffWorkerQueueLength {
+		errs = append(errs, fmt.Errorf("off_worker.queue_length %d: use 1 to %d", c.OffWorker.QueueLength, MaxOffWorkerQueueLength))
+	}
+	if c.BodyBudgetBytes < minBodyBudgetBytes {
+		errs = append(errs, fmt.Errorf("body_budget_bytes %d: use at least %d (1 MiB), or leave it out for %d", c.BodyBudgetBytes, minBodyBudgetBytes, DefaultBodyBudgetBytes))
 	}
 	if _, err := accel.ParseMode(c.Acceleration); err != nil {
 		errs = append(errs, err)
@@ -273,6 +304,10 @@ func ParseRouteConfig(data []byte) (RouteConfig, error) {
 	}
 	return rc, nil
 }
+
+// minBodyBudgetBytes keeps a typo (a budget in KiB) from shedding every
+// body.
+const minBodyBudgetBytes = 1 << 20
 
 // maxOffWorkerThreads bounds the inspection threads: each holds an OS thread.
 const maxOffWorkerThreads = 256

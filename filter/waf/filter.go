@@ -8,6 +8,7 @@ type Filter struct {
 	settings Config
 	engine   *Engine // nil when mode is off
 	log      Logger
+	budget   *bodyBudget
 }
 
 // NewFilter parses and builds a filter configuration. Errors carry the
@@ -17,7 +18,7 @@ func NewFilter(configJSON []byte, log Logger) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Filter{settings: cfg, log: log}
+	f := &Filter{settings: cfg, log: log, budget: newBodyBudget(cfg.BodyBudgetBytes)}
 	if cfg.Mode == ModeOff {
 		return f, nil
 	}
@@ -44,16 +45,21 @@ func (f *Filter) Engine() *Engine { return f.engine }
 // NewStream starts a stream; route is the most specific per-route
 // configuration, or nil.
 func (f *Filter) NewStream(route *Route) (*Stream, error) {
-	if route == nil {
-		return NewStream(&f.settings, f.engine, f.log), nil
-	}
-	engine, err := route.Engine(f.engine)
-	if err != nil {
-		return nil, fmt.Errorf("per-route rule set: %w", err)
+	engine := f.engine
+	if route != nil {
+		var err error
+		if engine, err = route.Engine(f.engine); err != nil {
+			return nil, fmt.Errorf("per-route rule set: %w", err)
+		}
 	}
 	s := NewStream(&f.settings, engine, f.log)
-	if route.bodies != nil {
+	s.budget = f.budget
+	if route != nil && route.bodies != nil {
 		s.bodies = route.bodies
 	}
 	return s, nil
 }
+
+// BodyBytesHeld is the number of body bytes the filter config's streams
+// hold for inspection now (see Config.BodyBudgetBytes).
+func (f *Filter) BodyBytesHeld() int64 { return f.budget.Held() }

@@ -105,7 +105,21 @@ type Outcome struct {
 	// AccelDisagreements counts the shadow-mode acceleration decisions
 	// that the exact evaluation of this stream contradicted.
 	AccelDisagreements int
+	// Shed says why the filter answered the stream without inspecting it
+	// to the end, for lack of room (ShedBodyBudget, ShedQueueFull); "" when
+	// it did not.
+	Shed string
 }
+
+// Reasons for shedding a stream (Outcome.Shed).
+const (
+	// ShedBodyBudget: its body would have taken the bytes held for
+	// inspection over body_budget_bytes.
+	ShedBodyBudget = "body_budget"
+	// ShedQueueFull: its body was due for inspection off the worker while
+	// every inspection thread was busy and their queue was full.
+	ShedQueueFull = "off_worker_queue_full"
+)
 
 // bodyHeadroom is added to the inspection limit when raising Envoy's buffer
 // limit: Coraza stops at the limit, but Envoy holds whole frames.
@@ -119,6 +133,8 @@ type Stream struct {
 	bodies   *StreamBodies // what streams uninspected: the route's or the listener's
 	engine   *Engine
 	log      Logger
+	budget   *bodyBudget // the filter config's; nil (unlimited) in tests without a Filter
+	reserved int64       // bytes of this stream's bodies taken from budget
 
 	tx                types.Transaction
 	protocol          string
@@ -206,6 +222,9 @@ func (s *Stream) OnRequestBody(frames [][]byte, endOfStream bool) Decision {
 	defer s.stopTimer()
 	limit := s.engine.limits.RequestBodyLimit
 	for _, frame := range frames {
+		if !s.reserve(len(frame)) {
+			return s.overBudget("request_body")
+		}
 		if s.requestBodyBytes+int64(len(frame)) >= limit && s.offWorker(limit) {
 			// The write that reaches the limit runs phase 2 inside Coraza
 			// (ProcessPartial) or rejects the body: defer it with a copy of
@@ -331,6 +350,9 @@ func (s *Stream) OnResponseBody(frames [][]byte, endOfStream bool) Decision {
 	s.startTimer()
 	defer s.stopTimer()
 	for _, frame := range frames {
+		if !s.reserve(len(frame)) {
+			return s.overBudget("response_body")
+		}
 		it, written, err := s.tx.WriteResponseBody(frame)
 		if err != nil {
 			return s.fail("response body", err)
@@ -374,6 +396,7 @@ func (s *Stream) finishResponse() Decision {
 // Complete runs the logging phase and releases the transaction. It is
 // called once, when Envoy reports the stream complete.
 func (s *Stream) Complete() Outcome {
+	s.releaseBodies()
 	s.testPanic("stream_complete")
 	if s.tx == nil {
 		return s.outcome
@@ -397,6 +420,7 @@ func (s *Stream) Complete() Outcome {
 // spilled large bodies to and returns its buffers. It is idempotent, and
 // a no-op after Complete.
 func (s *Stream) Release() error {
+	s.releaseBodies()
 	tx := s.tx
 	if tx == nil {
 		return nil
@@ -440,6 +464,50 @@ func (s *Stream) MarkReplied() { s.replied = true }
 func (s *Stream) FailureReply() *LocalReply {
 	return &LocalReply{Status: s.settings.FailureStatus, Headers: s.grpcStatus(s.settings.FailureStatus),
 		Details: "corazawaf_internal_error"}
+}
+
+// Overloaded answers a stream whose inspection was deferred (Defer) but
+// that no inspection thread could take: every one busy, their queue full.
+// It gets the failure mode's answer, as for an internal error: a flood of
+// expensive bodies must not move their inspection onto Envoy's workers.
+func (s *Stream) Overloaded() Decision {
+	s.outcome.Shed = ShedQueueFull
+	s.logf(LevelWarn, "[corazawaf] %s not inspected: every inspection thread is busy and their queue is full (failure_mode %s)",
+		s.txLabel(), s.settings.FailureMode)
+	if s.settings.FailureMode == FailOpen {
+		s.requestDone, s.responseDone = true, true
+		return Decision{}
+	}
+	s.replied = true
+	return Decision{Action: Reply, Reply: &LocalReply{Status: s.settings.FailureStatus,
+		Headers: s.grpcStatus(s.settings.FailureStatus), Details: "corazawaf_overloaded"}}
+}
+
+// reserve takes a held frame's bytes from the filter config's body budget.
+func (s *Stream) reserve(n int) bool {
+	if !s.budget.reserve(int64(n)) {
+		return false
+	}
+	s.reserved += int64(n)
+	return true
+}
+
+// releaseBodies gives the stream's bytes back to the budget: Envoy and
+// Coraza hold its bodies until the stream ends.
+func (s *Stream) releaseBodies() {
+	s.budget.release(s.reserved)
+	s.reserved = 0
+}
+
+// overBudget answers 503 a stream whose body would take the bytes held for
+// inspection over the filter's body_budget_bytes; whatever the failure
+// mode, since nothing failed: the filter sheds load it has no room for.
+func (s *Stream) overBudget(phase string) Decision {
+	s.outcome.Shed = ShedBodyBudget
+	s.replied = true
+	s.logf(LevelWarn, "[corazawaf] %s answered 503 in %s: its body would take the bytes held for inspection over body_budget_bytes (%d)",
+		s.txLabel(), phase, s.settings.BodyBudgetBytes)
+	return Decision{Action: Reply, Reply: &LocalReply{Status: 503, Headers: s.grpcStatus(503), Details: "corazawaf_body_budget"}}
 }
 
 // FailOpen reports whether internal errors let the stream through.

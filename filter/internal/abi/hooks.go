@@ -343,8 +343,13 @@ func pickBody[T any](a waf.Action, cont, buffer, stop T) T {
 	}
 }
 
-func logError(format string, args ...any) {
-	envoyLogger{}.Log(waf.LevelError, "[corazawaf] "+fmt.Sprintf(format, args...))
+func logError(format string, args ...any) { logAt(waf.LevelError, format, args...) }
+func logInfo(format string, args ...any)  { logAt(waf.LevelInfo, format, args...) }
+
+func logAt(level waf.Level, format string, args ...any) {
+	if l := (envoyLogger{}); l.Enabled(level) {
+		l.Log(level, "[corazawaf] "+fmt.Sprintf(format, args...))
+	}
 }
 
 // recoverQuietly guards hooks that have no stream to answer.

@@ -32,7 +32,8 @@ type metrics struct {
 	lastGoroutines atomic.Int64
 	// counter: shadow-mode acceleration decisions the exact evaluation contradicted
 	accelDisagreements C.size_t
-	offWorker          C.size_t // counter{placement}: deferred inspections, on a pool thread or in place
+	offWorker          C.size_t // counter{placement}: inspections handed to a pool thread
+	shed               C.size_t // counter{reason}: streams answered for lack of room (waf.Outcome.Shed)
 }
 
 // Metric kinds, as the C helper wafsweep_define_metric takes them.
@@ -59,6 +60,7 @@ func defineMetrics(cfg C.envoy_dynamic_module_type_http_filter_config_envoy_ptr)
 		{&m.goroutines, "go_goroutines", gaugeMetric, nil},
 		{&m.accelDisagreements, "accel_disagreements", counterMetric, nil},
 		{&m.offWorker, "off_worker_inspections", counterMetric, []string{"placement"}},
+		{&m.shed, "shed", counterMetric, []string{"reason"}},
 	}
 	var errs []error
 	for _, d := range defs {
@@ -98,6 +100,9 @@ func (m *metrics) record(s stream, o waf.Outcome) {
 	}
 	if o.Errors > 0 {
 		m.countError(s, "coraza", uint64(o.Errors))
+	}
+	if o.Shed != "" {
+		C.wafsweep_increment_counter1(s.ptr, m.shed, cstr(o.Shed), C.size_t(len(o.Shed)), 1)
 	}
 	if o.AccelDisagreements > 0 {
 		C.envoy_dynamic_module_callback_http_filter_increment_counter(s.ptr, m.accelDisagreements, nil, 0,

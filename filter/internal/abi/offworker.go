@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"sync"
 
+	"github.com/wafsweep/wafsweep/filter/internal/cpulimit"
 	"github.com/wafsweep/wafsweep/filter/internal/offload"
 	"github.com/wafsweep/wafsweep/filter/waf"
 )
@@ -49,39 +50,47 @@ func (p *offWorkerPanic) String() string {
 }
 
 // inspectionPool is the process's one pool of inspection threads, shared by
-// every filter config and never closed (see offload.Pool).
+// every filter config and never closed (see offload.Pool), with the CPUs the
+// process may use, read once.
 var inspectionPool struct {
 	once sync.Once
 	pool *offload.Pool
+	cpus cpulimit.Limit
 }
 
 // offloadPool returns the shared pool, grown to the threads a filter
-// config asks for, or nil when the config keeps inspection in place. The Go
-// runtime gets enough Ps for Envoy's workers to call in while every
-// inspection thread runs Go code: a worker waiting for a P would be the
-// very stall the pool exists to avoid.
+// config asks for (by default one per CPU Envoy may use: its affinity,
+// capped by its cgroup's quota), or nil when the config keeps inspection in
+// place. The Go runtime gets enough Ps for Envoy's workers to call in while
+// every inspection thread runs Go code: a worker waiting for a P would be
+// the very stall the pool exists to avoid.
 func offloadPool(settings waf.OffWorker) *offload.Pool {
 	if settings.Enabled == nil || !*settings.Enabled {
 		return nil
 	}
-	inspectionPool.once.Do(func() { inspectionPool.pool = offload.New() })
-	pool := inspectionPool.pool
+	inspectionPool.once.Do(func() {
+		inspectionPool.pool = offload.New()
+		inspectionPool.cpus = cpulimit.Current()
+		logInfo("inspection threads sized for %v", inspectionPool.cpus)
+	})
+	pool, cpus := inspectionPool.pool, inspectionPool.cpus.CPUs()
 	threads := settings.Threads
 	if threads == 0 {
-		threads = runtime.NumCPU()
+		threads = cpus
 	}
 	if err := pool.Grow(threads); err != nil {
 		logError("inspection threads run at normal priority: %v", err)
 	}
-	if want := runtime.NumCPU() + pool.Threads(); runtime.GOMAXPROCS(0) < want {
+	if want := cpus + pool.Threads(); runtime.GOMAXPROCS(0) < want {
 		runtime.GOMAXPROCS(want)
 	}
 	return pool
 }
 
 // settle turns a Defer decision into one the hook can act on: Hold when a
-// pool thread took the inspection, the inspection's own decision when it
-// had to run here (no pool, or its queue is full).
+// pool thread took the inspection, the failure mode's answer when none
+// could (every thread busy and the queue full). Inspecting in place instead
+// would hand a client that floods expensive bodies Envoy's worker threads.
 func (f *httpFilter) settle(s stream, d waf.Decision) waf.Decision {
 	if d.Action != waf.Defer {
 		return d
@@ -89,7 +98,7 @@ func (f *httpFilter) settle(s stream, d waf.Decision) waf.Decision {
 	if f.offload(s, d.Deferred) {
 		return waf.Decision{Action: waf.Hold}
 	}
-	return d.Deferred()
+	return f.stream.Overloaded()
 }
 
 // offload hands work to the pool and reports whether it took it.
@@ -101,10 +110,10 @@ func (f *httpFilter) offload(s stream, work func() waf.Decision) bool {
 	scheduler := C.envoy_dynamic_module_callback_http_filter_scheduler_new(s.ptr)
 	in := &inspection{}
 	f.pending = in
-	if err := pool.TrySubmit(func() { f.inspect(in, work, scheduler) }); err != nil {
+	queue := f.config.filter.Settings().OffWorker.QueueLength
+	if err := pool.TrySubmit(func() { f.inspect(in, work, scheduler) }, queue); err != nil {
 		f.pending = nil
 		C.envoy_dynamic_module_callback_http_filter_scheduler_delete(scheduler)
-		f.config.metrics.countOffWorker(s, "in_place")
 		return false
 	}
 	f.config.metrics.countOffWorker(s, "pool")

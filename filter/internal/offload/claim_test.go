@@ -15,7 +15,7 @@ func TestAbandonedTaskIsSkipped(t *testing.T) {
 		t.Logf("threads not niced: %v", err)
 	}
 	block, blocked := make(chan struct{}), make(chan struct{})
-	if err := p.TrySubmit(func() { close(blocked); <-block }); err != nil {
+	if err := p.TrySubmit(func() { close(blocked); <-block }, 1); err != nil {
 		t.Fatal(err)
 	}
 	<-blocked // the only thread is busy: the next task stays queued
@@ -32,7 +32,7 @@ func TestAbandonedTaskIsSkipped(t *testing.T) {
 		if c.Finish(func(bool) {}) {
 			cleaned.Add(1)
 		}
-	}); err != nil {
+	}, 1); err != nil {
 		t.Fatal(err)
 	}
 	if !c.Abandon() {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -22,10 +23,8 @@ import (
 // would also hold up the Go runtime's stop-the-world phases).
 const Niceness = 10
 
-// QueueLength bounds the tasks waiting for a thread. A full queue makes
-// TrySubmit fail, and the caller does the work itself: under overload the
-// module degrades to inspecting in place, it does not pile up bodies.
-const QueueLength = 256
+// MaxQueueLength bounds the queue length a caller may ask TrySubmit for.
+const MaxQueueLength = 4096
 
 // ErrClosed is returned by TrySubmit after Close.
 var ErrClosed = errors.New("offload pool is closed")
@@ -40,8 +39,9 @@ var ErrQueueFull = errors.New("offload queue is full")
 // ends while Envoy exits would race the process's teardown. It is safe for
 // concurrent use.
 type Pool struct {
-	tasks chan func()
-	done  sync.WaitGroup
+	tasks  chan func()
+	queued atomic.Int64 // tasks submitted and not yet taken by a thread
+	done   sync.WaitGroup
 
 	mu      sync.RWMutex // guards the fields below; a send holds it for reading
 	threads int
@@ -54,7 +54,7 @@ type Pool struct {
 
 // New returns a pool without threads; Grow starts them.
 func New() *Pool {
-	return &Pool{tasks: make(chan func(), QueueLength)}
+	return &Pool{tasks: make(chan func(), MaxQueueLength)}
 }
 
 // Grow starts threads until the pool has at least n. It returns the first
@@ -85,9 +85,11 @@ func (p *Pool) Threads() int {
 	return p.threads
 }
 
-// TrySubmit queues task for a pool thread, or reports why it cannot; it
-// never blocks. A task must not panic: recover inside it.
-func (p *Pool) TrySubmit(task func()) error {
+// TrySubmit queues task for a pool thread, unless maxQueued tasks (at most
+// MaxQueueLength) already wait for one; it never blocks. A full queue is
+// the caller's to answer: under overload work is refused, never piled up.
+// A task must not panic: recover inside it.
+func (p *Pool) TrySubmit(task func(), maxQueued int) error {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	switch {
@@ -96,13 +98,21 @@ func (p *Pool) TrySubmit(task func()) error {
 	case p.threads == 0:
 		return ErrQueueFull // nobody would run it
 	}
+	if p.queued.Add(1) > int64(min(maxQueued, MaxQueueLength)) {
+		p.queued.Add(-1)
+		return ErrQueueFull
+	}
 	select {
 	case p.tasks <- task:
 		return nil
-	default:
+	default: // never: the channel holds MaxQueueLength
+		p.queued.Add(-1)
 		return ErrQueueFull
 	}
 }
+
+// Queued is the number of tasks waiting for a thread.
+func (p *Pool) Queued() int { return int(p.queued.Load()) }
 
 // Close stops taking tasks; the threads finish the queued ones, then end.
 // It does not wait (see Wait) and is safe to call more than once. Tests use
@@ -128,6 +138,7 @@ func (p *Pool) run(started chan<- error) {
 	runtime.LockOSThread()
 	started <- lowerPriority()
 	for task := range p.tasks {
+		p.queued.Add(-1)
 		task()
 	}
 }

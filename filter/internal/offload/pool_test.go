@@ -49,7 +49,7 @@ func TestTasksRunOnNicedThreadsThatEndWithThePool(t *testing.T) {
 			tids[syscall.Gettid()] = true
 			mu.Unlock()
 			time.Sleep(time.Millisecond)
-		}); err != nil {
+		}, MaxQueueLength); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -89,8 +89,9 @@ func threadExists(tid int) bool {
 }
 
 func TestTrySubmitNeverBlocks(t *testing.T) {
+	const queueLength = 5
 	p := New()
-	if err := p.TrySubmit(func() {}); !errors.Is(err, ErrQueueFull) {
+	if err := p.TrySubmit(func() {}, queueLength); !errors.Is(err, ErrQueueFull) {
 		t.Fatalf("TrySubmit to a pool without threads = %v, want ErrQueueFull", err)
 	}
 	if err := p.Grow(1); err != nil {
@@ -98,27 +99,33 @@ func TestTrySubmitNeverBlocks(t *testing.T) {
 	}
 	release := make(chan struct{})
 	started := make(chan struct{})
-	if err := p.TrySubmit(func() { close(started); <-release }); err != nil {
+	if err := p.TrySubmit(func() { close(started); <-release }, queueLength); err != nil {
 		t.Fatal(err)
 	}
 	<-started
 	ran := 0
 	var mu sync.Mutex
-	for range QueueLength {
-		if err := p.TrySubmit(func() { mu.Lock(); ran++; mu.Unlock() }); err != nil {
+	for range queueLength {
+		if err := p.TrySubmit(func() { mu.Lock(); ran++; mu.Unlock() }, queueLength); err != nil {
 			t.Fatalf("queue refused a task before it was full: %v", err)
 		}
 	}
-	if err := p.TrySubmit(func() {}); !errors.Is(err, ErrQueueFull) {
+	if err := p.TrySubmit(func() {}, queueLength); !errors.Is(err, ErrQueueFull) {
 		t.Fatalf("TrySubmit on a full queue = %v, want ErrQueueFull", err)
+	}
+	if err := p.TrySubmit(func() { mu.Lock(); ran++; mu.Unlock() }, queueLength+1); err != nil {
+		t.Fatalf("a caller allowing a longer queue was refused: %v", err)
+	}
+	if got := p.Queued(); got != queueLength+1 {
+		t.Fatalf("Queued() = %d, want %d", got, queueLength+1)
 	}
 	close(release)
 	p.Close()
 	p.Wait()
-	if ran != QueueLength {
-		t.Fatalf("Wait returned with %d of %d queued tasks run", ran, QueueLength)
+	if ran != queueLength+1 || p.Queued() != 0 {
+		t.Fatalf("Wait returned with %d of %d queued tasks run, %d still counted queued", ran, queueLength+1, p.Queued())
 	}
-	if err := p.TrySubmit(func() {}); !errors.Is(err, ErrClosed) {
+	if err := p.TrySubmit(func() {}, queueLength); !errors.Is(err, ErrClosed) {
 		t.Fatalf("TrySubmit after Close = %v, want ErrClosed", err)
 	}
 	p.Close() // a second Close is harmless
