@@ -58,9 +58,44 @@ func TestCloseReleasesTheSharedCacheOnlyWhenNoRuleSetHoldsIt(t *testing.T) {
 	if n := memoBuilds.Load(); n != 2 {
 		t.Fatalf("%d builds after every holder closed, want 2: the entry was kept", n)
 	}
-	// A closed rule set never builds its twin: it would be a rule set
-	// nobody closes.
-	if _, err := third.DetectOnly(); !errors.Is(err, errClosed) {
-		t.Errorf("DetectOnly after Close: %v, want errClosed", err)
+}
+
+// The listener's detect-only twin exists once NewEngine returns, before any
+// stream asks for it: no worker ever builds a rule set. Rule sets of routes
+// have none, and say so.
+func TestDetectTwinIsBuiltAtLoad(t *testing.T) {
+	cfg := tierConfig(t, "targeted")
+	e := mustEngine(t, cfg)
+	defer e.Close()
+	if e.detect == nil || e.detect.Mode() != ModeDetect {
+		t.Fatalf("after NewEngine: twin %+v, want a detect-mode engine already built", e.detect)
+	}
+	twin, err := e.DetectOnly()
+	if err != nil || twin != e.detect {
+		t.Fatalf("DetectOnly = %p, %v; want the twin built at load (%p)", twin, err, e.detect)
+	}
+	s := NewStream(&cfg, twin, nil)
+	if d := s.OnRequestHeaders(get("/search?q=1%27%20union%20select%20password%20from%20users--")); d.Action == Reply {
+		t.Fatalf("the detect-only twin blocked: %+v", d)
+	}
+	if out := s.Complete(); out.Detected == nil {
+		t.Fatal("the detect-only twin did not record the would-be block")
+	}
+
+	detectCfg := cfg
+	detectCfg.Mode = ModeDetect
+	d := mustEngine(t, detectCfg)
+	defer d.Close()
+	if twin, err := d.DetectOnly(); err != nil || twin != d {
+		t.Fatalf("a detect-mode engine's twin is itself: got %p, %v", twin, err)
+	}
+
+	r, err := NewRoute(RouteConfig{Mode: ModeBlock, Directives: cfg.Directives, Acceleration: defaultAcceleration}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.engine.DetectOnly(); !errors.Is(err, errNoDetectTwin) {
+		t.Fatalf("DetectOnly of a route's rule set: %v, want errNoDetectTwin", err)
 	}
 }

@@ -25,8 +25,8 @@ func TestConcurrentStreamsShareAnEngine(t *testing.T) {
 			for i := range perWorker {
 				engine := e
 				if i%3 == 0 {
-					// The detect-only twin is built lazily by the first stream
-					// that needs it: several race for it here.
+					// Streams of a detect route share the listener's
+					// detect-only twin with the blocking ones.
 					var err error
 					if engine, err = route.Engine(e); err != nil {
 						errs <- err
