@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"debug/buildinfo"
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -151,5 +153,28 @@ func TestEnvoyRunsWithDefaultCgocheck(t *testing.T) {
 	}
 	if p.envoy.Exited() || strings.Contains(p.log(t), "cgo argument has Go pointer") {
 		t.Fatalf("cgocheck tripped:\n%s", p.logTail())
+	}
+}
+
+// `make test` runs this package a second time against a module built with
+// GOEXPERIMENT=cgocheck2, which faults on any Go pointer written to C
+// memory, and says so with CORAZAWAF_MODULE_GOEXPERIMENT: the module must
+// then really be that build, or the run would prove nothing.
+func TestModuleIsTheBuildAskedFor(t *testing.T) {
+	want := os.Getenv("CORAZAWAF_MODULE_GOEXPERIMENT")
+	path := modulePath(t, "CORAZAWAF_MODULE", "libcorazawaf.so")
+	info, err := buildinfo.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading the build settings of %s: %v", path, err)
+	}
+	got := ""
+	for _, s := range info.Settings {
+		if s.Key == "GOEXPERIMENT" {
+			got = s.Value
+		}
+	}
+	t.Logf("%s: %s, GOEXPERIMENT=%q", path, info.GoVersion, got)
+	if want != "" && !slices.Contains(strings.Split(got, ","), want) {
+		t.Fatalf("%s was built with GOEXPERIMENT=%q; the run asked for %q", path, got, want)
 	}
 }

@@ -164,23 +164,39 @@ func (s stream) setBufferLimit(limit uint64) {
 // sendReply sends a local reply. The header vector lives in C memory and
 // points at Go strings kept alive until Envoy has copied them.
 func (s stream) sendReply(r *waf.LocalReply) {
-	var vec *C.envoy_dynamic_module_type_module_http_header
-	if n := len(r.Headers); n > 0 {
-		size := C.size_t(n) * C.size_t(unsafe.Sizeof(C.envoy_dynamic_module_type_module_http_header{}))
-		vec = (*C.envoy_dynamic_module_type_module_http_header)(C.malloc(size))
-		defer C.free(unsafe.Pointer(vec))
-		entries := unsafe.Slice(vec, n)
-		for i := range entries {
-			entry := &entries[i]
-			entry.key_ptr = (*C.char)(unsafe.Pointer(unsafe.StringData(r.Headers[i].Name)))
-			entry.key_length = C.size_t(len(r.Headers[i].Name))
-			entry.value_ptr = (*C.char)(unsafe.Pointer(unsafe.StringData(r.Headers[i].Value)))
-			entry.value_length = C.size_t(len(r.Headers[i].Value))
-		}
-	}
+	vec := cHeaders(r.Headers)
+	defer C.free(unsafe.Pointer(vec))
 	C.envoy_dynamic_module_callback_http_send_response(s.ptr, C.uint32_t(r.Status), vec, C.size_t(len(r.Headers)),
 		moduleBuffer(r.Body), moduleBuffer(r.Details))
 	runtime.KeepAlive(r)
+}
+
+// cHeaders copies headers into one block of C memory: the header vector,
+// then the names and values it points at. A vector in C memory must not
+// point into Go memory (cgo's pointer rules, which GOEXPERIMENT=cgocheck2
+// enforces). It returns nil for no headers; the caller frees the block.
+func cHeaders(headers []waf.Header) *C.envoy_dynamic_module_type_module_http_header {
+	if len(headers) == 0 {
+		return nil
+	}
+	entrySize := int(unsafe.Sizeof(C.envoy_dynamic_module_type_module_http_header{}))
+	size := len(headers) * entrySize
+	for _, h := range headers {
+		size += len(h.Name) + len(h.Value)
+	}
+	block := unsafe.Slice((*byte)(C.malloc(C.size_t(size))), size)
+	vec := (*C.envoy_dynamic_module_type_module_http_header)(unsafe.Pointer(&block[0]))
+	entries, text := unsafe.Slice(vec, len(headers)), block[len(headers)*entrySize:]
+	put := func(v string) (*C.char, C.size_t) {
+		p := (*C.char)(unsafe.Pointer(unsafe.SliceData(text)))
+		text = text[copy(text, v):]
+		return p, C.size_t(len(v))
+	}
+	for i, h := range headers {
+		entries[i].key_ptr, entries[i].key_length = put(h.Name)
+		entries[i].value_ptr, entries[i].value_length = put(h.Value)
+	}
+	return vec
 }
 
 func (s stream) setMetadataString(ns, key, value string) {
