@@ -28,7 +28,7 @@ import (
 // the most conservative bound of those rounds (the lowest when above, the
 // highest when below). A search that never finished (interrupted sweep) is
 // reported invalid.
-func BuildKnees(steps []StepRow, ladder []int, opts knee.Options, sloMs float64) ([]KneeRow, error) {
+func BuildKnees(steps []StepRow, ladder []int, opts knee.Options) ([]KneeRow, error) {
 	order, searches := groupSearches(CapacitySteps(steps))
 	var roundRows []KneeRow
 	for _, key := range order {
@@ -37,7 +37,7 @@ func BuildKnees(steps []StepRow, ladder []int, opts knee.Options, sloMs float64)
 		if err != nil {
 			return nil, fmt.Errorf("build knees: round %d, config %s: %w", key.round, key.configID, err)
 		}
-		roundRows = append(roundRows, roundRow(rows, res.Result(), sloMs))
+		roundRows = append(roundRows, roundRow(rows, res.Result()))
 	}
 	compareRoundsWithEnvoy(roundRows, steps)
 	return withAggregates(roundRows), nil
@@ -76,7 +76,7 @@ func kneeSteps(rows []StepRow) []knee.Step {
 	return steps
 }
 
-func roundRow(rows []StepRow, res knee.Result, sloMs float64) KneeRow {
+func roundRow(rows []StepRow, res knee.Result) KneeRow {
 	first := rows[0]
 	r := KneeRow{
 		SweepID: first.SweepID, Round: first.Round, ConfigID: first.ConfigID,
@@ -86,7 +86,6 @@ func roundRow(rows []StepRow, res knee.Result, sloMs float64) KneeRow {
 		P50MsAtKnee: math.NaN(), P99MsAtKnee: math.NaN(), CoresPer1kAtKnee: math.NaN(), RSSMBAtKnee: math.NaN(),
 		RSSPeakMB:   maxOf(rows, func(s StepRow) float64 { return s.ProxyRSSPeakMB }),
 		KneeVsEnvoy: math.NaN(), AddedP99MsVsEnvoy: math.NaN(),
-		LatencySLOMs:  sloMs,
 		KneeMedianRPS: math.NaN(), KneeMinRPS: math.NaN(), KneeMaxRPS: math.NaN(), KneeStddevRPS: math.NaN(),
 	}
 	if !res.Done {
@@ -100,7 +99,6 @@ func roundRow(rows []StepRow, res knee.Result, sloMs float64) KneeRow {
 		r.P50MsAtKnee, r.P99MsAtKnee, r.CoresPer1kAtKnee = at.P50Ms, at.P99Ms, at.CoresPer1k
 		r.RSSMBAtKnee = at.ProxyRSSPeakMB
 	}
-	r.LatencyKneeRPS = latencyKnee(rows, sloMs)
 	for _, s := range rows {
 		if s.Kind == string(knee.KindConfirm) && s.Verdict == VerdictFail {
 			r.ConfirmFlips++
@@ -132,17 +130,6 @@ func lastPassAt(rows []StepRow, target int, sloMs float64) (StepRow, bool) {
 		}
 	}
 	return StepRow{}, false
-}
-
-func latencyKnee(rows []StepRow, sloMs float64) int {
-	var points []knee.LatencyPoint
-	for _, r := range rows {
-		if st := r.KneeStep(); !st.Invalid {
-			points = append(points, knee.LatencyPoint{Target: r.TargetRPS, P99Ms: r.P99Ms, Passed: st.Passed()})
-		}
-	}
-	k, _ := knee.LatencyKnee(points, sloMs)
-	return k
 }
 
 // compareRoundsWithEnvoy fills the columns relative to the vanilla envoy
@@ -260,12 +247,11 @@ func aggregate(rounds []KneeRow) KneeRow {
 	a.RSSPeakMB = maxOf(valid, func(r KneeRow) float64 { return r.RSSPeakMB })
 	a.RSSMBAtKnee = maxOf(valid, func(r KneeRow) float64 { return r.RSSMBAtKnee })
 	a.AddedP99MsVsEnvoy = median(values(valid, func(r KneeRow) float64 { return r.AddedP99MsVsEnvoy }))
-	a.LatencyKneeRPS = int(math.Round(median(values(valid, func(r KneeRow) float64 { return float64(r.LatencyKneeRPS) }))))
 	return a
 }
 
 func invalidAggregate(a KneeRow) KneeRow {
-	a.Invalid, a.KneeRPS, a.Censored, a.BoundRPS, a.Confirmed, a.LowestFailRPS, a.LatencyKneeRPS = true, 0, CensoredNone, 0, false, 0, 0
+	a.Invalid, a.KneeRPS, a.Censored, a.BoundRPS, a.Confirmed, a.LowestFailRPS = true, 0, CensoredNone, 0, false, 0
 	for _, f := range []*float64{
 		&a.P50MsAtKnee, &a.P99MsAtKnee, &a.CoresPer1kAtKnee, &a.RSSPeakMB, &a.RSSMBAtKnee, &a.KneeVsEnvoy, &a.AddedP99MsVsEnvoy,
 		&a.KneeMedianRPS, &a.KneeMinRPS, &a.KneeMaxRPS, &a.KneeStddevRPS,

@@ -60,9 +60,6 @@ type KneeRow struct {
 	KneeVsEnvoy       float64 // knee / knee of flavor envoy for the same shape and round
 	AddedP99MsVsEnvoy float64 // p99 at the knee minus envoy's p99 at the same target
 
-	LatencyKneeRPS int // knee.LatencyKnee; 0 when even the lowest rate misses
-	LatencySLOMs   float64
-
 	// Spread over rounds; NaN on round rows.
 	KneeMedianRPS, KneeMinRPS, KneeMaxRPS, KneeStddevRPS float64
 }
@@ -113,8 +110,6 @@ var kneeSchema = schema[KneeRow]{
 	floatCol("rss_peak_mb", func(r *kr) *float64 { return &r.RSSPeakMB }),
 	floatCol("knee_vs_envoy", func(r *kr) *float64 { return &r.KneeVsEnvoy }),
 	floatCol("added_p99_ms_vs_envoy", func(r *kr) *float64 { return &r.AddedP99MsVsEnvoy }),
-	intCol("latency_knee_rps", func(r *kr) *int { return &r.LatencyKneeRPS }),
-	floatCol("latency_slo_ms", func(r *kr) *float64 { return &r.LatencySLOMs }),
 	floatCol("knee_median_rps", func(r *kr) *float64 { return &r.KneeMedianRPS }),
 	floatCol("knee_min_rps", func(r *kr) *float64 { return &r.KneeMinRPS }),
 	floatCol("knee_max_rps", func(r *kr) *float64 { return &r.KneeMaxRPS }),

@@ -14,7 +14,7 @@ func TestKneesHeaderIsTheDeclaredSchema(t *testing.T) {
 		"sweep_id", "round", "rounds", "config_id", "flavor", "tier", "shape",
 		"knee_rps", "censored", "bound_rps", "invalid", "reasons", "confirmed", "confirm_flips", "lowest_fail_rps",
 		"p50_ms_at_knee", "p99_ms_at_knee", "cores_per_1k_at_knee", "rss_peak_mb",
-		"knee_vs_envoy", "added_p99_ms_vs_envoy", "latency_knee_rps", "latency_slo_ms",
+		"knee_vs_envoy", "added_p99_ms_vs_envoy",
 		"knee_median_rps", "knee_min_rps", "knee_max_rps", "knee_stddev_rps", "rss_mb_at_knee",
 	}
 	if got := KneesHeader(); !reflect.DeepEqual(got, want) {
@@ -27,7 +27,7 @@ func kneeRow(round int) KneeRow {
 		SweepID: "sw", Round: round, Rounds: 1, ConfigID: "waf/full-crs/get", Flavor: "waf", Tier: "full-crs", Shape: "get",
 		KneeRPS: 3500, Censored: CensoredNone, Reasons: []string{"x"}, Confirmed: true, LowestFailRPS: 3750,
 		P50MsAtKnee: 0.5, P99MsAtKnee: 2.5, CoresPer1kAtKnee: 0.125, RSSPeakMB: 150,
-		KneeVsEnvoy: 0.5, AddedP99MsVsEnvoy: 1.25, LatencyKneeRPS: 3000, LatencySLOMs: 10,
+		KneeVsEnvoy: 0.5, AddedP99MsVsEnvoy: 1.25,
 		KneeMedianRPS: 3500, KneeMinRPS: 3000, KneeMaxRPS: 4000, KneeStddevRPS: 500, RSSMBAtKnee: 140,
 	}
 }

@@ -40,8 +40,8 @@ func fullRow(round int, configID string, seq int) StepRow {
 		SweepID: "sw-1", Round: round, ConfigID: configID, Flavor: "waf", Tier: "full-crs", Shape: "json_1k",
 		ShapeBytes: 1022, ShapeFields: 21, Seq: seq, Kind: "bisect", SLOMs: 50, TargetRPS: 2500 + seq, Connections: 64,
 		WarmupS: 5, MeasureS: 20, StartedAt: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
-		Scheduled: 49984, Completed: 49900, Completion: 0.9983194622279129, Non2xx: 3, SocketErrors: 1,
-		SocketsOpened: 67, ErrorRatio: 0.00008016032064128257, AchievedRPS: 2495.1,
+		Scheduled: 49984, Completed: 49900, Completion: 0.998319, Non2xx: 3, SocketErrors: 1,
+		SocketsOpened: 67, ErrorRatio: 0.0000801603, AchievedRPS: 2495.1,
 		P50Ms: 0.412, P90Ms: 0.9, P99Ms: 2.25, P999Ms: 7.5, MaxMs: 31.25,
 		WindowS: 20.004, P50RawMs: 0.4, P99RawMs: 2.125, LoadgenLatenessP99Ms: 0.0625, Unsent: 7, ProxyCompleted: 49901,
 		ProxyCPUS: 12.5, ProxyIdleCPUSPerS: 0.002, CoresPer1k: 0.25, BackendCPUS: 3.5, ProxyThrottledS: 0.25, StealS: 0.03, ProxyRSSPeakMB: 180.5,
@@ -212,3 +212,27 @@ func TestStepWriterRefusesForeignHeader(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// A steps.csv that an older wafsweep wrote with unrounded figures is
+// re-encoded in the current form when a resumed sweep opens it: the same
+// rows, rounded, in one atomic replacement.
+func TestStepWriterReencodesOlderFormatting(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "steps.csv")
+	writeRows(t, path, fullRow(0, "c", 0))
+	data, _ := os.ReadFile(path)
+	old := strings.Replace(string(data), ",0.998319,", ",0.9983194622279129,", 1)
+	if old == string(data) {
+		t.Fatal("the fixture's completion is not in the file")
+	}
+	if err := os.WriteFile(path, []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeRows(t, path, fullRow(0, "c", 1))
+	data, _ = os.ReadFile(path)
+	if strings.Contains(string(data), "0.9983194622279129") || strings.Count(string(data), ",0.998319,") != 2 {
+		t.Fatalf("after reopening:\n%s", data)
+	}
+	if rows, err := ReadSteps(path); err != nil || len(rows) != 2 {
+		t.Fatalf("%d rows, %v", len(rows), err)
+	}
+}

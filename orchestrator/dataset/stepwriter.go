@@ -18,6 +18,9 @@ type StepWriter struct {
 // OpenStepWriter opens path for appending, creating it with the header when
 // it is new or empty. An existing file must carry the current header.
 func OpenStepWriter(path string) (*StepWriter, error) {
+	if err := reencodeSteps(path); err != nil {
+		return nil, fmt.Errorf("open steps %s: %w", path, err)
+	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open steps: %w", err)
@@ -28,6 +31,35 @@ func OpenStepWriter(path string) (*StepWriter, error) {
 		return nil, fmt.Errorf("open steps %s: %w", path, err)
 	}
 	return w, nil
+}
+
+// reencodeSteps rewrites, in one atomic replacement, a steps.csv whose rows
+// an older wafsweep of the same schema formatted differently (figures to 16
+// digits before they were rounded), so that a resumed dataset reads the
+// same from its first row to its last. A missing, empty or foreign file is
+// left to prepare, which repairs or refuses it.
+func reencodeSteps(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil || len(data) == 0 {
+		return nil
+	}
+	whole := withoutTornLine(data)
+	var out bytes.Buffer
+	if err := WriteStepsHeader(&out); err != nil {
+		return err
+	}
+	err = readCSV(whole, stepSchema, func(row StepRow, _ int) error {
+		line, err := csvLine(stepSchema.encode(&row))
+		out.Write(line)
+		return err
+	})
+	if err != nil || bytes.Equal(out.Bytes(), whole) {
+		return nil // prepare reports a foreign header; nothing to re-encode
+	}
+	return writeFileAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(out.Bytes())
+		return err
+	})
 }
 
 // prepare repairs a torn tail, then checks or writes the header.

@@ -73,6 +73,6 @@
 // and recorded steps it asks for the same rates, which is what Replay uses to
 // resume an interrupted sweep from its journal.
 //
-// LatencyKnee is a separate, extra figure (highest rate whose p99 stays within
-// an SLO); it is reported next to the knee, never instead of it.
+// The highest rate within a latency objective is a search of its own (see
+// KindSLO and dataset.SLOSearches), not a figure read off this search.
 package knee

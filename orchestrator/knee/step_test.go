@@ -40,32 +40,3 @@ func TestStepVerdict(t *testing.T) {
 		})
 	}
 }
-
-func TestLatencyKnee(t *testing.T) {
-	nan := func() float64 { var z float64; return z / z }()
-	tests := []struct {
-		name   string
-		points []LatencyPoint
-		slo    float64
-		want   int
-		ok     bool
-	}{
-		{"all within", []LatencyPoint{{1000, 1, true}, {2000, 2, true}, {3000, 4, true}}, 5, 3000, true},
-		{"unsorted input", []LatencyPoint{{3000, 9, true}, {1000, 1, true}, {2000, 2, true}}, 5, 2000, true},
-		{"slo inclusive", []LatencyPoint{{1000, 5, true}}, 5, 1000, true},
-		{"lower breach is not forgiven", []LatencyPoint{{1000, 1, true}, {2000, 8, true}, {3000, 3, true}}, 5, 1000, true},
-		{"throughput failure stops", []LatencyPoint{{1000, 1, true}, {2000, 1, false}, {3000, 1, true}}, 5, 1000, true},
-		{"bad repeat spoils its target", []LatencyPoint{{1000, 1, true}, {2000, 1, true}, {2000, 9, true}}, 5, 1000, true},
-		{"lowest misses", []LatencyPoint{{1000, 6, true}, {2000, 1, true}}, 5, 0, false},
-		{"latency not measured", []LatencyPoint{{1000, 1, true}, {2000, nan, true}}, 5, 1000, true},
-		{"no points", nil, 5, 0, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, ok := LatencyKnee(tt.points, tt.slo)
-			if got != tt.want || ok != tt.ok {
-				t.Errorf("LatencyKnee = %d, %v; want %d, %v", got, ok, tt.want, tt.ok)
-			}
-		})
-	}
-}

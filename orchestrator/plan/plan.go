@@ -49,8 +49,6 @@ type Plan struct {
 	// KneeResolution is the bisection's gap, a fraction of the highest
 	// passing rate: at most 0.05 (5%), at every rate.
 	KneeResolution float64
-	// P99SLO is the latency objective of the extra latency-based knee.
-	P99SLO time.Duration
 	// SLOs are the p99 objectives whose highest sustainable rate each
 	// configuration is searched for (see dataset.SLOSearches); none turns
 	// the SLO searches off.
@@ -75,7 +73,6 @@ func Default() Plan {
 		MaxLoadgenLateness: 0.25,
 		MaxCPUSteal:        0.02,
 		KneeResolution:     0.05,
-		P99SLO:             10 * time.Millisecond,
 		SLOs:               []time.Duration{10 * time.Millisecond, 50 * time.Millisecond, 250 * time.Millisecond},
 	}
 }
@@ -98,8 +95,11 @@ type planJSON struct {
 	MaxLoadgenLateness float64  `json:"max_loadgen_lateness"`
 	MaxCPUSteal        float64  `json:"max_cpu_steal"`
 	KneeResolution     float64  `json:"knee_resolution"`
-	P99SLO             string   `json:"p99_slo"`
-	SLOs               []string `json:"slos"`
+	// RetiredP99SLO was the objective of the latency knee that the SLO
+	// knees (slos) replaced. Metadata of earlier sweeps carries it, so it
+	// is read and ignored there; LoadFile refuses it in a plan file.
+	RetiredP99SLO *string  `json:"p99_slo,omitempty"`
+	SLOs          []string `json:"slos"`
 }
 
 // MarshalJSON writes the plan file form.
@@ -109,7 +109,7 @@ func (p Plan) MarshalJSON() ([]byte, error) {
 		FloorRPS: p.FloorRPS, Connections: p.Connections,
 		Warmup: p.Warmup.String(), Measure: p.Measure.String(), Cooldown: p.Cooldown.String(),
 		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenLateness: p.MaxLoadgenLateness, MaxCPUSteal: p.MaxCPUSteal, KneeResolution: p.KneeResolution,
-		P99SLO: p.P99SLO.String(), SLOs: durationStrings(p.SLOs),
+		SLOs: durationStrings(p.SLOs),
 	})
 }
 
@@ -124,7 +124,7 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 		FloorRPS: p.FloorRPS, Connections: p.Connections,
 		Warmup: p.Warmup.String(), Measure: p.Measure.String(), Cooldown: p.Cooldown.String(),
 		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenLateness: p.MaxLoadgenLateness, MaxCPUSteal: p.MaxCPUSteal, KneeResolution: p.KneeResolution,
-		P99SLO: p.P99SLO.String(), SLOs: durationStrings(p.SLOs),
+		SLOs: durationStrings(p.SLOs),
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -139,7 +139,6 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 		{"warmup", f.Warmup, &p.Warmup},
 		{"measure", f.Measure, &p.Measure},
 		{"cooldown", f.Cooldown, &p.Cooldown},
-		{"p99_slo", f.P99SLO, &p.P99SLO},
 	}
 	for _, d := range durations {
 		v, err := time.ParseDuration(d.text)
@@ -212,6 +211,12 @@ func LoadFile(path string) (Plan, error) {
 	p := Default()
 	if err := json.Unmarshal(data, &p); err != nil {
 		return Plan{}, fmt.Errorf("parse plan %s: %w", path, err)
+	}
+	var retired struct {
+		P99SLO *string `json:"p99_slo"`
+	}
+	if json.Unmarshal(data, &retired) == nil && retired.P99SLO != nil {
+		return Plan{}, fmt.Errorf("plan %s: p99_slo is retired: list p99 objectives in slos (e.g. [\"10ms\", \"50ms\"]), whose knees are searched for", path)
 	}
 	if err := p.Validate(); err != nil {
 		return Plan{}, fmt.Errorf("plan %s: %w", path, err)

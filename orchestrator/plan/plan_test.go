@@ -84,7 +84,6 @@ func TestValidate(t *testing.T) {
 		{"lateness", func(p *Plan) { p.MaxLoadgenLateness = 0 }, []string{"max_loadgen_lateness = 0"}},
 		{"steal", func(p *Plan) { p.MaxCPUSteal = 2 }, []string{"max_cpu_steal = 2"}},
 		{"repeated slo", func(p *Plan) { p.SLOs = []time.Duration{time.Millisecond, time.Millisecond} }, []string{"slos: 1ms: use distinct positive durations"}},
-		{"slo", func(p *Plan) { p.P99SLO = 0 }, []string{"p99_slo = 0s"}},
 		{"negative floor", func(p *Plan) { p.FloorRPS = -1 },
 			[]string{"floor_rps = -1: set floor_rps between 1 and 999 (below the ladder's first rate 1000), or to 0 to turn the descent below the ladder off"}},
 		{"floor at the first rate", func(p *Plan) { p.FloorRPS = 1000 }, []string{"floor_rps = 1000: set floor_rps between 1 and 999"}},
@@ -247,7 +246,7 @@ func TestLoadFileErrors(t *testing.T) {
 
 func TestPlanJSONRoundTrip(t *testing.T) {
 	p := Default()
-	p.Rounds, p.Confirm, p.P99SLO, p.FloorRPS = 3, false, 2500*time.Microsecond, 120
+	p.Rounds, p.Confirm, p.SLOs, p.FloorRPS = 3, false, []time.Duration{2500 * time.Microsecond}, 120
 	data, err := json.Marshal(p)
 	if err != nil {
 		t.Fatal(err)

@@ -138,8 +138,5 @@ func (p Plan) checkRun() []error {
 			errs = append(errs, fmt.Errorf("slos: %s: use distinct positive durations, e.g. 10ms,50ms,250ms", slo))
 		}
 	}
-	if p.P99SLO <= 0 {
-		errs = append(errs, fmt.Errorf("p99_slo = %s: use a positive duration, e.g. 10ms", p.P99SLO))
-	}
 	return errs
 }

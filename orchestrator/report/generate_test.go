@@ -87,7 +87,7 @@ func TestGenerate(t *testing.T) {
 		{Flavor: "waf", Tier: "full-crs", Shape: "get"}:     2600,
 		{Flavor: "waf", Tier: "full-crs", Shape: "json_1k"}: 500,
 	}, ladder)
-	knees, err := dataset.BuildKnees(steps, ladder, notesOptions(), 3)
+	knees, err := dataset.BuildKnees(steps, ladder, notesOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestGenerateIsDeterministic(t *testing.T) {
 		{Flavor: "envoy", Tier: "none", Shape: "get"}:   5000,
 		{Flavor: "waf", Tier: "full-crs", Shape: "get"}: 1500,
 	}, ladder)
-	knees, _ := dataset.BuildKnees(steps, ladder, notesOptions(), 3)
+	knees, _ := dataset.BuildKnees(steps, ladder, notesOptions())
 	a, b := t.TempDir(), t.TempDir()
 	if err := Generate(a, steps, knees, testMeta()); err != nil {
 		t.Fatal(err)
@@ -299,7 +299,7 @@ func TestGenerateOpensWithThePlannersTable(t *testing.T) {
 // report into a fresh directory, returning it and report.md.
 func generated(t *testing.T, steps []dataset.StepRow, ladder []int, meta dataset.Metadata) (dir, report string) {
 	t.Helper()
-	knees, err := dataset.BuildKnees(steps, ladder, meta.Plan.KneeOptions(), 3)
+	knees, err := dataset.BuildKnees(steps, ladder, meta.Plan.KneeOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

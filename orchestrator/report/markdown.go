@@ -80,25 +80,13 @@ func writeMethod(b *bytes.Buffer, summary []dataset.KneeRow, floor int) {
 	}
 	b.WriteString("With several rounds (alternating flavor order) the knee is the median over valid rounds. ")
 	b.WriteString("\"x envoy\" divides the knee by vanilla Envoy's for the same shape; \"+p99\" is the p99 at the knee minus Envoy's p99 at the same target, when Envoy ran that target. ")
-	b.WriteString("Cores per 1k RPS are idle-corrected proxy CPU seconds per 1,000 successful requests.")
-	if slo := latencySLO(summary); slo > 0 {
-		fmt.Fprintf(b, " The latency knee (an extra, not the knee) is the highest rate whose p99 stays within %s ms with every lower rate within too.", fmtNum(slo, -1))
-	}
-	b.WriteString("\n\n")
-}
-
-func latencySLO(rows []dataset.KneeRow) float64 {
-	for _, k := range rows {
-		if k.LatencySLOMs > 0 {
-			return k.LatencySLOMs
-		}
-	}
-	return 0
+	b.WriteString("Cores per 1k RPS are idle-corrected proxy CPU seconds per 1,000 successful requests. ")
+	b.WriteString("The highest rate within each p99 objective is searched for on its own (the SLO table above), never read off the rates the capacity search visited.\n\n")
 }
 
 var kneeColumns = []string{
 	"Config", "Knee RPS", "Censored", "Confirmed", "Lowest fail", "x envoy", "p50 ms", "p99 ms",
-	"+p99 ms vs envoy", "Cores/1k RPS", "RSS MB at knee", "Peak RSS MB", "Latency knee", "Rounds", "Median", "Min", "Max", "Stddev",
+	"+p99 ms vs envoy", "Cores/1k RPS", "RSS MB at knee", "Peak RSS MB", "Rounds", "Median", "Min", "Max", "Stddev",
 }
 
 func writeKneeTable(b *bytes.Buffer, steps []dataset.StepRow, summary []dataset.KneeRow) {
@@ -127,7 +115,7 @@ func kneeCells(k dataset.KneeRow) []string {
 		"`" + k.ConfigID + "`", kneeText(k), k.Censored, yesNo(k.Confirmed), rateOrNone(k.LowestFailRPS),
 		fmtNum(k.KneeVsEnvoy, 2), fmtNum(k.P50MsAtKnee, 3), fmtNum(k.P99MsAtKnee, 3),
 		fmtNum(k.AddedP99MsVsEnvoy, 3), fmtNum(k.CoresPer1kAtKnee, 3), fmtNum(k.RSSMBAtKnee, 1), fmtNum(k.RSSPeakMB, 1),
-		rateOrNone(k.LatencyKneeRPS), strconv.Itoa(k.Rounds),
+		strconv.Itoa(k.Rounds),
 		fmtNum(k.KneeMedianRPS, 0), fmtNum(k.KneeMinRPS, 0), fmtNum(k.KneeMaxRPS, 0), fmtNum(k.KneeStddevRPS, 0),
 	}
 }

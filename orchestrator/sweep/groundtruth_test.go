@@ -113,7 +113,7 @@ func sweepSteps(t *testing.T, p plan.Plan, tgt *local.Local) []dataset.StepRow {
 // kneeOf is the sweep's aggregate knee, or why there is none.
 func kneeOf(t *testing.T, p plan.Plan, steps []dataset.StepRow) (int, error) {
 	t.Helper()
-	knees, err := dataset.BuildKnees(steps, p.Ladder, p.KneeOptions(), float64(p.P99SLO.Milliseconds()))
+	knees, err := dataset.BuildKnees(steps, p.Ladder, p.KneeOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -156,7 +156,7 @@ func (r *runner) config(ctx context.Context, round int, cfg plan.Config) error {
 // from steps.csv.
 func (r *runner) writeOutputs(finished bool) error {
 	steps := r.journal.Rows()
-	knees, err := dataset.BuildKnees(steps, r.opts.Plan.Ladder, r.kneeOptions(), msOf(r.opts.Plan.P99SLO))
+	knees, err := dataset.BuildKnees(steps, r.opts.Plan.Ladder, r.kneeOptions())
 	if err != nil {
 		return fmt.Errorf("building knees: %w", err)
 	}
@@ -179,4 +179,3 @@ func (r *runner) writeOutputs(finished bool) error {
 	return report.Generate(r.opts.OutDir, steps, knees, r.meta)
 }
 
-func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
