@@ -44,7 +44,10 @@ func modulePath(t testing.TB) string {
 type proxy struct {
 	port    int    // Envoy's listener on 127.0.0.1
 	logPath string // Envoy's own log: where the module writes matched rules
-	envoy   *envoyproc.Process
+	// accessLogPath is Envoy's access log (envoyconfig.AccessLogEntry
+	// lines), if asked for.
+	accessLogPath string
+	envoy         *envoyproc.Process
 }
 
 // startProxy starts Envoy with filterConfig in front of upstreamPort. Both
@@ -58,6 +61,21 @@ func startProxy(t testing.TB, filterConfig string, upstreamPort int) *proxy {
 // the suite against several builds (stock and accelerated).
 func startProxyWith(t testing.TB, module, filterConfig string, upstreamPort int) *proxy {
 	t.Helper()
+	return startEnvoy(t, envoySetup{module: module, filterConfig: filterConfig, upstreamPort: upstreamPort})
+}
+
+// envoySetup is what startEnvoy needs.
+type envoySetup struct {
+	module, filterConfig string
+	upstreamPort         int
+	// accessLog adds envoyconfig's JSON access log (proxy.accessLogPath),
+	// flushed every 100 ms, for tests that read response code details.
+	accessLog bool
+}
+
+func startEnvoy(t testing.TB, s envoySetup) *proxy {
+	t.Helper()
+	module, filterConfig, upstreamPort := s.module, s.filterConfig, s.upstreamPort
 	if _, err := envoyproc.FindBinary(); err != nil {
 		requireOrSkip(t, "no Envoy binary: %v", err)
 	}
@@ -70,9 +88,16 @@ func startProxyWith(t testing.TB, module, filterConfig string, upstreamPort int)
 		dir = keep // for post-mortems: t.TempDir is removed with the test
 	}
 	p := &proxy{port: ports[0], logPath: filepath.Join(dir, "envoy.log")}
+	var flush time.Duration
+	if s.accessLog {
+		p.accessLogPath = filepath.Join(dir, "access.log")
+		// Envoy flushes access logs every 10 s by default.
+		flush = 100 * time.Millisecond
+	}
 	bootstrap, err := envoyconfig.Build(envoyconfig.Options{
 		AdminPort: ports[1], ListenPort: p.port, UpstreamPort: upstreamPort,
-		WAF: &envoyconfig.WAFFilter{ModulePath: module, ConfigJSON: filterConfig},
+		WAF:           &envoyconfig.WAFFilter{ModulePath: module, ConfigJSON: filterConfig},
+		AccessLogPath: p.accessLogPath,
 	})
 	if err != nil {
 		t.Fatalf("building the Envoy bootstrap: %v", err)
@@ -91,8 +116,9 @@ func startProxyWith(t testing.TB, module, filterConfig string, upstreamPort int)
 		// it keeps the log lines of consecutive requests in order.
 		Concurrency: 1,
 		// Matched rules are logged at info (warning for severe ones).
-		LogLevel:     "info",
-		StartTimeout: 90 * time.Second,
+		LogLevel:          "info",
+		StartTimeout:      90 * time.Second,
+		FileFlushInterval: flush,
 	})
 	if err != nil {
 		t.Fatalf("starting Envoy with the CRS test configuration: %v", err)
