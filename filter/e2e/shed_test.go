@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wafsweep/wafsweep/filter/waf"
+	"github.com/wafsweep/wafsweep/orchestrator/envoyconfig"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
 )
 
@@ -42,6 +43,14 @@ func TestBodyBudgetShedsBodiesOverIt(t *testing.T) {
 	defer conn.Close()
 	fmt.Fprintf(conn, "POST /held HTTP/1.1\r\nHost: shop.wafsweep.test\r\nUser-Agent: wafsweep-e2e/1.0\r\nAccept: */*\r\n"+
 		"Content-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s", heldBytes+restBytes, strings.Repeat("h", heldBytes))
+
+	// Until the held body has reached the filter, a probe could take the
+	// budget first and the held stream would be the one shed. Envoy counts
+	// the bytes it read before its worker hands them to the filter, in the
+	// same event.
+	rx := "http." + envoyconfig.HTTPStatPrefix + ".downstream_cx_rx_bytes_total"
+	eventually(t, "Envoy to read the held body", func() bool { return p.stats(t)[rx] >= heldBytes })
+	time.Sleep(100 * time.Millisecond)
 
 	// Probes of 400 KB fit beside nothing but not beside the held body:
 	// the first 503 shows the held body has reached the filter.

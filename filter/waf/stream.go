@@ -181,6 +181,9 @@ func (s *Stream) OnRequestHeaders(req RequestHead) Decision {
 	for _, h := range req.Headers {
 		s.tx.AddRequestHeader(h.Name, h.Value)
 	}
+	if chunkedOnTheWire(req) {
+		s.tx.AddRequestHeader("Transfer-Encoding", "chunked")
+	}
 	if req.Authority != "" || req.HasAuthority {
 		// Envoy keeps Host in :authority; rules look for REQUEST_HEADERS:Host.
 		s.tx.AddRequestHeader("Host", req.Authority)
@@ -203,6 +206,18 @@ func (s *Stream) OnRequestHeaders(req RequestHead) Decision {
 		return s.finishRequest()
 	}
 	return Decision{Action: Hold, BufferLimit: bufferLimitFor(s.engine.limits.RequestBodyLimit)}
+}
+
+// chunkedOnTheWire reports an HTTP/1.1 request that came with a chunked
+// body: Envoy's codec consumes Transfer-Encoding before filters run (and
+// frames the body chunked again upstream), so without it rules such as
+// 920171 (GET or HEAD with Transfer-Encoding) never see what the client
+// sent. An HTTP/1.1 request body without Content-Length can only be
+// chunked.
+func chunkedOnTheWire(req RequestHead) bool {
+	return req.Protocol == "HTTP/1.1" && !req.EndOfStream &&
+		len(headerValues(req.Headers, "content-length")) == 0 &&
+		len(headerValues(req.Headers, "transfer-encoding")) == 0
 }
 
 // OnRequestBody writes a body frame into the transaction. Frames are held

@@ -405,3 +405,31 @@ func TestRequestLineReachesCoraza(t *testing.T) {
 		})
 	}
 }
+
+// Envoy's HTTP/1 codec consumes Transfer-Encoding; the filter restores it
+// for Coraza exactly when the body can only have come chunked.
+func TestChunkedOnTheWire(t *testing.T) {
+	chunkedGet := get("/")
+	chunkedGet.EndOfStream = false
+	h2 := chunkedGet
+	h2.Protocol = "HTTP/2"
+	withLength := post("/", "text/plain", 3)
+	teKept := chunkedGet
+	teKept.Headers = append(append([]Header(nil), teKept.Headers...), Header{"transfer-encoding", "chunked"})
+	tests := []struct {
+		name string
+		req  RequestHead
+		want bool
+	}{
+		{"HTTP/1.1 body without Content-Length", chunkedGet, true},
+		{"HTTP/1.1 without a body", get("/"), false},
+		{"HTTP/1.1 body with Content-Length", withLength, false},
+		{"HTTP/2 body without Content-Length (DATA frames)", h2, false},
+		{"Transfer-Encoding still there", teKept, false},
+	}
+	for _, tt := range tests {
+		if got := chunkedOnTheWire(tt.req); got != tt.want {
+			t.Errorf("%s: chunkedOnTheWire = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

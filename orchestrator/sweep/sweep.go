@@ -178,4 +178,3 @@ func (r *runner) writeOutputs(finished bool) error {
 	}
 	return report.Generate(r.opts.OutDir, steps, knees, r.meta)
 }
-
