@@ -213,9 +213,12 @@ func (s *Stream) OnRequestHeaders(req RequestHead) Decision {
 // frames the body chunked again upstream), so without it rules such as
 // 920171 (GET or HEAD with Transfer-Encoding) never see what the client
 // sent. An HTTP/1.1 request body without Content-Length can only be
-// chunked.
+// chunked, unless the request opens a tunnel (Upgrade, CONNECT): Envoy
+// then leaves the stream open for the tunnel's bytes, body or none, and a
+// websocket handshake is a GET whose stream never ends.
 func chunkedOnTheWire(req RequestHead) bool {
-	return req.Protocol == "HTTP/1.1" && !req.EndOfStream &&
+	return req.Protocol == "HTTP/1.1" && !req.EndOfStream && req.Method != "CONNECT" &&
+		len(headerValues(req.Headers, "upgrade")) == 0 &&
 		len(headerValues(req.Headers, "content-length")) == 0 &&
 		len(headerValues(req.Headers, "transfer-encoding")) == 0
 }

@@ -414,6 +414,10 @@ func TestChunkedOnTheWire(t *testing.T) {
 	h2 := chunkedGet
 	h2.Protocol = "HTTP/2"
 	withLength := post("/", "text/plain", 3)
+	handshake := chunkedGet
+	handshake.Headers = append(append([]Header(nil), handshake.Headers...), Header{"connection", "upgrade"}, Header{"upgrade", "websocket"})
+	connect := chunkedGet
+	connect.Method = "CONNECT"
 	teKept := chunkedGet
 	teKept.Headers = append(append([]Header(nil), teKept.Headers...), Header{"transfer-encoding", "chunked"})
 	tests := []struct {
@@ -426,6 +430,8 @@ func TestChunkedOnTheWire(t *testing.T) {
 		{"HTTP/1.1 body with Content-Length", withLength, false},
 		{"HTTP/2 body without Content-Length (DATA frames)", h2, false},
 		{"Transfer-Encoding still there", teKept, false},
+		{"websocket handshake (a GET whose stream stays open)", handshake, false},
+		{"CONNECT", connect, false},
 	}
 	for _, tt := range tests {
 		if got := chunkedOnTheWire(tt.req); got != tt.want {
