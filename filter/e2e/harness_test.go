@@ -66,6 +66,10 @@ type proxyOptions struct {
 	workers  int  // Envoy's --concurrency; default 2
 	env      []string
 	upgrades []string // the HCM's upgrade_configs (e.g. "websocket")
+	// upstreamPort sends Envoy's traffic to a server of the test's own on
+	// 127.0.0.1 (one that records or answers what the standard backend
+	// cannot); 0 uses the backend started with the proxy.
+	upstreamPort int
 }
 
 // startProxy starts backend and Envoy; both are stopped when the test ends.
@@ -101,10 +105,14 @@ func tryStartProxy(t testing.TB, o proxyOptions) (*proxy, error) {
 	if err != nil {
 		return nil, err
 	}
+	upstreamPort := be.Port()
+	if o.upstreamPort != 0 {
+		upstreamPort = o.upstreamPort
+	}
 	dir := t.TempDir()
 	p := &proxy{backend: be, port: ports[0], logPath: filepath.Join(dir, "envoy.log"), accLog: filepath.Join(dir, "access.log")}
 	bootstrap, err := envoyconfig.Build(envoyconfig.Options{
-		AdminPort: ports[1], ListenPort: ports[0], UpstreamPort: be.Port(), Routes: o.routes,
+		AdminPort: ports[1], ListenPort: ports[0], UpstreamPort: upstreamPort, Routes: o.routes,
 		WAF:           &envoyconfig.WAFFilter{ModulePath: o.module, ConfigJSON: o.config, ConfigAsStruct: o.asStruct},
 		AccessLogPath: p.accLog, UpgradeTypes: o.upgrades,
 	})

@@ -25,15 +25,21 @@ const sqliForm = "id=1' UNION SELECT password FROM users--"
 // in; every other path uses the listener's config, which opts nothing in.
 const optInPrefix = "/optin"
 
+// streamingConfig is full CRS with the gRPC content types allowed and their
+// bodies parsed as forms (see sqliForm); the evasion matrix runs it too.
+const streamingConfig = `{"directives":["Include @coraza.conf","SecRuleEngine On","SecRequestBodyLimitAction ProcessPartial","SecResponseBodyAccess Off",` +
+	`"Include @crs-setup.conf",` +
+	`"SecAction \"id:900220,phase:1,pass,nolog,t:none,setvar:'tx.allowed_request_content_type=|application/x-www-form-urlencoded| |application/json| |application/grpc| |application/grpc+proto| |application/grpc+json|'\"",` +
+	`"SecRule REQUEST_HEADERS:Content-Type \"@rx (?i)^\\s*application/grpc\" \"id:1001,phase:1,t:none,pass,nolog,ctl:requestBodyProcessor=URLENCODED\"",` +
+	`"Include @owasp_crs/*.conf"]}`
+
+// streamingOptIn is the per-route config of optInPrefix.
+const streamingOptIn = `{"stream_bodies":{"content_types":["application/grpc","application/grpc+proto"],"upgrades":["websocket"]}}`
+
 func streamingProxy(t *testing.T) *proxy {
 	t.Helper()
-	config := `{"directives":["Include @coraza.conf","SecRuleEngine On","SecRequestBodyLimitAction ProcessPartial","SecResponseBodyAccess Off",` +
-		`"Include @crs-setup.conf",` +
-		`"SecAction \"id:900220,phase:1,pass,nolog,t:none,setvar:'tx.allowed_request_content_type=|application/x-www-form-urlencoded| |application/json| |application/grpc| |application/grpc+proto| |application/grpc+json|'\"",` +
-		`"SecRule REQUEST_HEADERS:Content-Type \"@rx (?i)^\\s*application/grpc\" \"id:1001,phase:1,t:none,pass,nolog,ctl:requestBodyProcessor=URLENCODED\"",` +
-		`"Include @owasp_crs/*.conf"]}`
-	optIn := `{"stream_bodies":{"content_types":["application/grpc","application/grpc+proto"],"upgrades":["websocket"]}}`
-	return startProxy(t, proxyOptions{config: config, upgrades: []string{"websocket"},
+	optIn := streamingOptIn
+	return startProxy(t, proxyOptions{config: streamingConfig, upgrades: []string{"websocket"},
 		routes: []envoyconfig.Route{{Prefix: optInPrefix, PerRouteWAF: &optIn}, {Prefix: "/"}}})
 }
 
