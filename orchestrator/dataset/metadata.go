@@ -29,6 +29,13 @@ type Versions struct {
 	WafsweepCommit    string `json:"wafsweep_commit"`
 }
 
+// Build is what of the versions identifies the measured builds: not
+// wafsweep's own commit, which changes with every documentation edit.
+func (v Versions) Build() Versions {
+	v.WafsweepCommit = ""
+	return v
+}
+
 // SchemaVersion names the layout of a sweep's datasets (the columns of
 // steps.csv, knees.csv and slo_knees.csv, and what they count). 2: counts
 // inside the measured window, latency corrected for coordinated omission,
@@ -51,7 +58,11 @@ type Metadata struct {
 	// e.g. "2-3".
 	CoreAssignment map[string]string `json:"core_assignment"`
 	Target         string            `json:"target"` // TargetLocal, TargetKind, TargetKube
-	Notes          []string          `json:"notes"`
+	// Identity digests the plan, the target with its CPU assignment or
+	// cluster, and the builds' digests: a resume on anything else is
+	// refused. Empty in sweeps that predate it.
+	Identity string   `json:"identity,omitempty"`
+	Notes    []string `json:"notes"`
 }
 
 // WriteMetadata replaces path with m as indented JSON, atomically.

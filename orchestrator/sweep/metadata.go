@@ -1,11 +1,15 @@
 package sweep
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
@@ -22,6 +26,12 @@ func startMetadata(opts Options) (dataset.Metadata, error) {
 			return old, fmt.Errorf("%s holds a sweep of dataset schema %d, this wafsweep writes schema %d: it cannot be resumed; use another --sweep-id or --results directory",
 				opts.OutDir, max(old.SchemaVersion, 1), dataset.SchemaVersion)
 		}
+		if err := checkIdentity(old, opts); err != nil {
+			return old, err
+		}
+		if old.Identity == "" {
+			old.Identity = opts.Identity // a sweep that predates identities: recorded from now on
+		}
 		old.Notes = append(old.Notes, "resumed at "+time.Now().UTC().Format(time.RFC3339)+" by: "+joinArgs(opts.CommandLine))
 		old.FinishedAt = time.Time{}
 		return old, dataset.WriteMetadata(path, old)
@@ -31,9 +41,39 @@ func startMetadata(opts Options) (dataset.Metadata, error) {
 	m := dataset.Metadata{
 		SchemaVersion: dataset.SchemaVersion, SweepID: opts.SweepID, StartedAt: time.Now().UTC(), CommandLine: opts.CommandLine,
 		Plan: opts.Plan, Versions: opts.Versions, CPUModel: procstat.CPUModel(), Cores: runtime.NumCPU(),
-		CoreAssignment: desc.CoreAssignment, Target: opts.Target.Name(), Notes: desc.Notes,
+		CoreAssignment: desc.CoreAssignment, Target: opts.Target.Name(), Identity: opts.Identity, Notes: desc.Notes,
 	}
 	return m, dataset.WriteMetadata(path, m)
+}
+
+// checkIdentity refuses to resume a sweep measured on another plan, build,
+// CPU assignment or cluster: one dataset would mix two of them. The error
+// names what changed and the way out.
+func checkIdentity(old dataset.Metadata, opts Options) error {
+	if old.Identity == "" || opts.Identity == "" || old.Identity == opts.Identity {
+		return nil
+	}
+	var changed []string
+	oldPlan, _ := json.Marshal(old.Plan)
+	newPlan, _ := json.Marshal(opts.Plan)
+	if !bytes.Equal(oldPlan, newPlan) {
+		changed = append(changed, "the plan")
+	}
+	if old.Versions.Build() != opts.Versions.Build() {
+		changed = append(changed, fmt.Sprintf("the builds (%+v, now %+v)", old.Versions.Build(), opts.Versions.Build()))
+	}
+	if !maps.Equal(old.CoreAssignment, opts.Target.Describe().CoreAssignment) {
+		changed = append(changed, fmt.Sprintf("the CPU assignment (%v, now %v)", old.CoreAssignment, opts.Target.Describe().CoreAssignment))
+	}
+	if old.Target != opts.Target.Name() {
+		changed = append(changed, fmt.Sprintf("the target (%s, now %s)", old.Target, opts.Target.Name()))
+	}
+	if len(changed) == 0 {
+		changed = append(changed, "the target's cluster, image or CPU settings")
+	}
+	return fmt.Errorf("%s was measured on another setup (%s): resuming would mix two setups in one dataset; "+
+		"give another --sweep-id (or none: the default id names this setup), or rerun with what measured it",
+		opts.OutDir, strings.Join(changed, ", "))
 }
 
 func joinArgs(args []string) string {

@@ -22,6 +22,9 @@ type Options struct {
 	Plan    plan.Plan
 	Target  target.Target
 	SweepID string
+	// Identity digests what shapes the numbers (plan, target, CPUs or
+	// cluster, builds); a resume with another is refused. Empty: unchecked.
+	Identity string
 	// OutDir is results/<sweep-id>.
 	OutDir string
 	// RulesetsDir holds the tier files (rulesets/<tier>.conf).

@@ -76,11 +76,15 @@ const closeTimeout = 5 * time.Minute
 func (f sweepFlags) kubeSweepOptions(p plan.Plan, errs []error, root, resultsDir, rulesets, module string) (sweep.Options, error) {
 	v := versions(module)
 	id := f.sweepID
-	if id == "" && p.Validate() == nil {
+	var identity string
+	if p.Validate() == nil {
 		var err error
 		// The flags name the cluster, the image and the CPU assignment.
-		id, err = sweepID(f.target, p, fmt.Sprintf("%+v", f.kube), buildIdentity(v))
+		identity, err = identityDigest(f.target, p, fmt.Sprintf("%+v", f.kube), v.Build())
 		errs = append(errs, err)
+		if id == "" && err == nil {
+			id = f.target + "-" + identity[:8]
+		}
 	}
 	tgt, err := f.kube.target(f.target, id, root, module, os.Stderr)
 	errs = append(errs, err)
@@ -91,7 +95,7 @@ func (f sweepFlags) kubeSweepOptions(p plan.Plan, errs []error, root, resultsDir
 		return sweep.Options{}, err
 	}
 	return sweep.Options{
-		Plan: p, Target: tgt, SweepID: id, OutDir: filepath.Join(resultsDir, id), RulesetsDir: rulesets,
+		Plan: p, Target: tgt, SweepID: id, Identity: identity, OutDir: filepath.Join(resultsDir, id), RulesetsDir: rulesets,
 		CommandLine: os.Args, Versions: v, Progress: os.Stderr,
 	}, nil
 }

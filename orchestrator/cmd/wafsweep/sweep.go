@@ -208,22 +208,28 @@ func setDur(dst *time.Duration, v time.Duration) {
 // or on other CPUs, the same command starts a new one instead of mixing
 // two builds in one dataset.
 func sweepID(target string, p plan.Plan, identity ...any) (string, error) {
+	digest, err := identityDigest(target, p, identity...)
+	if err != nil {
+		return "", err
+	}
+	return target + "-" + digest[:8], nil
+}
+
+// identityDigest is the digest sweepID is named after. A sweep records it
+// (sweep.Options.Identity), so that a sweep given its name by --sweep-id
+// still refuses to resume on another plan, build, CPU assignment or
+// cluster.
+func identityDigest(target string, p plan.Plan, identity ...any) (string, error) {
 	b, err := json.Marshal(struct {
+		Target   string
 		Plan     plan.Plan
 		Identity []any
-	}{p, identity})
+	}{target, p, identity})
 	if err != nil {
 		return "", err
 	}
 	sum := sha256.Sum256(b)
-	return target + "-" + hex.EncodeToString(sum[:4]), nil
-}
-
-// buildIdentity is what of the versions identifies the measured builds:
-// not wafsweep's own commit, which changes with every documentation edit.
-func buildIdentity(v dataset.Versions) dataset.Versions {
-	v.WafsweepCommit = ""
-	return v
+	return hex.EncodeToString(sum[:]), nil
 }
 
 func cpuFlag(name, value string) ([]int, error) {
@@ -326,14 +332,16 @@ func (f sweepFlags) sweepOptions() (sweep.Options, error) {
 		return sweep.Options{}, err
 	}
 	versions := localVersions(p, tgt)
+	identity, err := identityDigest(tgt.Name(), p, tgt.Describe(), versions.Build())
+	if err != nil {
+		return sweep.Options{}, err
+	}
 	id := f.sweepID
 	if id == "" {
-		if id, err = sweepID(tgt.Name(), p, tgt.Describe(), buildIdentity(versions)); err != nil {
-			return sweep.Options{}, err
-		}
+		id = tgt.Name() + "-" + identity[:8]
 	}
 	return sweep.Options{
-		Plan: p, Target: tgt, SweepID: id, OutDir: filepath.Join(resultsDir, id), RulesetsDir: rulesets,
+		Plan: p, Target: tgt, SweepID: id, Identity: identity, OutDir: filepath.Join(resultsDir, id), RulesetsDir: rulesets,
 		CommandLine: os.Args, Versions: versions, Progress: os.Stderr,
 	}, nil
 }

@@ -101,7 +101,7 @@ func TestSweepIDIsStableForTheSamePlan(t *testing.T) {
 func TestSweepIDCoversWhatIsMeasuredAndWhere(t *testing.T) {
 	build := dataset.Versions{Module: "sha256:aaaa", Envoy: "1.40.0"}
 	cpus := target.Description{CoreAssignment: map[string]string{"proxy": "1", "loadgen": "0"}}
-	base, _ := sweepID("local", plan.Default(), cpus, buildIdentity(build))
+	base, _ := sweepID("local", plan.Default(), cpus, build.Build())
 	rebuilt := build
 	rebuilt.Module = "sha256:bbbb"
 	otherCPUs := target.Description{CoreAssignment: map[string]string{"proxy": "0", "loadgen": "1"}}
@@ -112,10 +112,10 @@ func TestSweepIDCoversWhatIsMeasuredAndWhere(t *testing.T) {
 		id   func() (string, error)
 		same bool
 	}{
-		{"a module rebuild", func() (string, error) { return sweepID("local", plan.Default(), cpus, buildIdentity(rebuilt)) }, false},
-		{"another CPU assignment", func() (string, error) { return sweepID("local", plan.Default(), otherCPUs, buildIdentity(build)) }, false},
-		{"another target", func() (string, error) { return sweepID("kind", plan.Default(), cpus, buildIdentity(build)) }, false},
-		{"a wafsweep commit alone", func() (string, error) { return sweepID("local", plan.Default(), cpus, buildIdentity(recommitted)) }, true},
+		{"a module rebuild", func() (string, error) { return sweepID("local", plan.Default(), cpus, rebuilt.Build()) }, false},
+		{"another CPU assignment", func() (string, error) { return sweepID("local", plan.Default(), otherCPUs, build.Build()) }, false},
+		{"another target", func() (string, error) { return sweepID("kind", plan.Default(), cpus, build.Build()) }, false},
+		{"a wafsweep commit alone", func() (string, error) { return sweepID("local", plan.Default(), cpus, recommitted.Build()) }, true},
 	}
 	for _, tc := range tests {
 		id, err := tc.id()

@@ -1,0 +1,56 @@
+package sweep
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/wafsweep/wafsweep/orchestrator/dataset"
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
+)
+
+// A sweep directory remembers the identity of its setup: resuming it with
+// another one (a rebuilt module under the same --sweep-id, say) is refused
+// with what changed, while the same setup, or a directory that predates
+// identities, resumes.
+func TestResumeRefusesAnotherSetup(t *testing.T) {
+	dir := t.TempDir()
+	base := Options{Plan: plan.Default(), Target: deadTarget{}, SweepID: "s", OutDir: dir, Identity: "aaaa",
+		Versions: dataset.Versions{Module: "sha256:1111", Envoy: "1.40.0"}}
+	if _, err := startMetadata(base); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := startMetadata(base); err != nil {
+		t.Fatalf("the same setup must resume: %v", err)
+	}
+	recommitted := base
+	recommitted.Versions.WafsweepCommit = "abc"
+	if _, err := startMetadata(recommitted); err != nil {
+		t.Fatalf("a wafsweep commit alone must resume: %v", err)
+	}
+
+	rebuilt := base
+	rebuilt.Identity, rebuilt.Versions.Module = "bbbb", "sha256:2222"
+	_, err := startMetadata(rebuilt)
+	if err == nil || !strings.Contains(err.Error(), "the builds") || !strings.Contains(err.Error(), "--sweep-id") {
+		t.Fatalf("a rebuilt module resumed the sweep: %v", err)
+	}
+	replanned := base
+	replanned.Identity = "cccc"
+	replanned.Plan.Rounds = 2
+	if _, err := startMetadata(replanned); err == nil || !strings.Contains(err.Error(), "the plan") {
+		t.Fatalf("another plan resumed the sweep: %v", err)
+	}
+
+	// Metadata from before identities were recorded takes this run's.
+	old := t.TempDir()
+	m := dataset.Metadata{SchemaVersion: dataset.SchemaVersion, SweepID: "s", Plan: base.Plan}
+	if err := dataset.WriteMetadata(old+"/"+MetadataFile, m); err != nil {
+		t.Fatal(err)
+	}
+	legacy := base
+	legacy.OutDir = old
+	got, err := startMetadata(legacy)
+	if err != nil || got.Identity != "aaaa" {
+		t.Fatalf("a sweep without an identity: %v, identity %q; want it resumed and recorded", err, got.Identity)
+	}
+}
