@@ -44,8 +44,11 @@ func DefaultEngine(exprs []string) (Engine, error) {
 		}
 	}
 	source := "compiled"
-	if db.FromDisk {
+	switch {
+	case db.FromDisk:
 		source = "loaded from cache"
+	case db.CacheRejected != nil:
+		source = fmt.Sprintf("compiled; cache file not used: %v", db.CacheRejected)
 	}
 	e.Prefilter = &hyperscanPrefilter{db: db, rest: e.Prefilter, n: len(exprs),
 		name: fmt.Sprintf("literal + hyperscan %s for %d expressions (database %s) + RE2", hyperscan.Version(), taken, source)}

@@ -63,6 +63,7 @@ static hs_error_t wafsweep_compile_multi(const char *const *exprs, const unsigne
 import "C"
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -72,6 +73,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"unsafe"
 
 	"github.com/wafsweep/wafsweep/filter/accel/translate"
@@ -109,6 +111,10 @@ type Database struct {
 	inexact  []bool // compiled in prefilter mode
 	n        int
 	FromDisk bool // loaded from the cache
+	// CacheRejected is why a cache file for these expressions was not
+	// used (corrupt, tampered, or writable by another user); the database
+	// was compiled instead.
+	CacheRejected error
 }
 
 // Options say how expressions are compiled.
@@ -138,10 +144,13 @@ func Compile(exprs []string, opts Options) (*Database, error) {
 			translated[i] = tr
 		}
 	}
-	path := cachePath(opts.CacheDir, cacheKey(translated, opts.NoPrefilterMode))
+	key := cacheKey(translated, opts.NoPrefilterMode)
+	path := cachePath(opts.CacheDir, key)
 	if path != "" {
-		if err := d.load(path); err == nil {
+		if err := d.load(path, key); err == nil {
 			d.FromDisk = true
+		} else if !errors.Is(err, os.ErrNotExist) {
+			d.CacheRejected = err
 		}
 	}
 	if d.db == nil {
@@ -169,7 +178,7 @@ func Compile(exprs []string, opts Options) (*Database, error) {
 		}
 		d.db = db
 		if path != "" {
-			_ = d.store(path) // a cache that cannot be written only costs time
+			_ = d.store(path, key) // a cache that cannot be written only costs time
 		}
 	}
 	if C.hs_alloc_scratch(d.db, &d.proto) != C.HS_SUCCESS {
@@ -361,15 +370,29 @@ func cachePath(dir, key string) string {
 }
 
 // A cache file is one byte per expression (0 left out, 1 exact, 2
-// prefilter mode) followed by the serialized database.
-func (d *Database) load(path string) error {
+// prefilter mode), the serialized database, then a SHA-256 digest of the
+// two under the cache key. The digest matters: a flipped "exact" byte would
+// make the accelerator treat an expression Hyperscan never scans for as one
+// that cannot match, and skip its rule. It catches corruption and a file
+// written for other expressions; a file another user could have written
+// (not owned by this user or root, or writable by group or others, or in
+// such a directory) is not read at all.
+func (d *Database) load(path, key string) error {
+	if err := trustedCacheFile(path); err != nil {
+		return err
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	if len(b) <= d.n {
+	if len(b) <= d.n+sha256.Size {
 		return fmt.Errorf("%s: truncated", path)
 	}
+	content, sum := b[:len(b)-sha256.Size], b[len(b)-sha256.Size:]
+	if !bytes.Equal(cacheDigest(key, content), sum) {
+		return fmt.Errorf("%s: digest mismatch (corrupt, or not written for these expressions)", path)
+	}
+	b = content
 	for i, c := range b[:d.n] {
 		d.covered[i], d.inexact[i] = c != 0, c == 2
 	}
@@ -388,13 +411,43 @@ func (d *Database) load(path string) error {
 	return nil
 }
 
-func (d *Database) store(path string) error {
-	var bytes *C.char
+// cacheDigest binds a cache file's content to its key.
+func cacheDigest(key string, content []byte) []byte {
+	h := sha256.New()
+	fmt.Fprintf(h, "corazawaf hyperscan cache %s\n", key)
+	h.Write(content)
+	return h.Sum(nil)
+}
+
+// trustedCacheFile refuses a cache file, or a directory holding it, that
+// someone other than this user or root owns or may write.
+func trustedCacheFile(path string) error {
+	for _, p := range []string{path, filepath.Dir(path)} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return fmt.Errorf("%s: no owner to check", p)
+		}
+		if owner := int(st.Uid); owner != os.Geteuid() && owner != 0 {
+			return fmt.Errorf("%s: owned by uid %d, not this user (%d) or root", p, owner, os.Geteuid())
+		}
+		if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0 {
+			return fmt.Errorf("%s: writable by group or others (%v)", p, fi.Mode().Perm())
+		}
+	}
+	return nil
+}
+
+func (d *Database) store(path, key string) error {
+	var serialized *C.char
 	var size C.size_t
-	if C.hs_serialize_database(d.db, &bytes, &size) != C.HS_SUCCESS {
+	if C.hs_serialize_database(d.db, &serialized, &size) != C.HS_SUCCESS {
 		return errors.New("hyperscan: serializing failed")
 	}
-	defer C.free(unsafe.Pointer(bytes))
+	defer C.free(unsafe.Pointer(serialized))
 	head := make([]byte, d.n)
 	for i := range head {
 		switch {
@@ -408,7 +461,8 @@ func (d *Database) store(path string) error {
 		return err
 	}
 	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
-	if err := os.WriteFile(tmp, append(head, C.GoBytes(unsafe.Pointer(bytes), C.int(size))...), 0o644); err != nil {
+	content := append(head, C.GoBytes(unsafe.Pointer(serialized), C.int(size))...)
+	if err := os.WriteFile(tmp, append(content, cacheDigest(key, content)...), 0o644); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)

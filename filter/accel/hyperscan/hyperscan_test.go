@@ -3,6 +3,8 @@
 package hyperscan
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
@@ -39,6 +41,71 @@ func TestDatabaseLoadsFromTheCache(t *testing.T) {
 		t.Fatalf("second compile: not loaded from the cache (%v)", err)
 	}
 	agree(t, loaded, exprs, inputs)
+}
+
+// A cache file that was corrupted or tampered with, or that another user
+// could have written, is not used: the database is compiled again, and
+// answers as Go's regexp does. (A flipped "exact" byte would otherwise make
+// the accelerator skip a rule whose expression Hyperscan never scans for.)
+func TestCacheFileIsVerified(t *testing.T) {
+	exprs := []string{`(?sm)(?i)kill`, `(?sm)^rm -rf$`, `(?sm)\bcat\b`}
+	inputs := []string{"KILL", "x\nrm -rf\ny", "bobcat", "a cat.", "nothing"}
+	tests := []struct {
+		name   string
+		damage func(t *testing.T, path string)
+	}{
+		{"a flipped expression byte", func(t *testing.T, path string) { flipByte(t, path, 0) }},
+		{"a flipped database byte", func(t *testing.T, path string) { flipByte(t, path, 40) }},
+		{"a truncated file", func(t *testing.T, path string) {
+			if err := os.Truncate(path, 10); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a file others may write", func(t *testing.T, path string) {
+			if err := os.Chmod(path, 0o666); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a directory others may write", func(t *testing.T, path string) {
+			if err := os.Chmod(filepath.Dir(path), 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if _, err := Compile(exprs, Options{NoPrefilterMode: true, CacheDir: dir}); err != nil {
+				t.Fatal(err)
+			}
+			files, _ := filepath.Glob(filepath.Join(dir, "*.hsdb"))
+			if len(files) != 1 {
+				t.Fatalf("cache files %v, want one", files)
+			}
+			tt.damage(t, files[0])
+			db, err := Compile(exprs, Options{NoPrefilterMode: true, CacheDir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if db.FromDisk || db.CacheRejected == nil {
+				t.Fatalf("the damaged cache file was used (from disk %v, rejection %v)", db.FromDisk, db.CacheRejected)
+			}
+			t.Log(db.CacheRejected)
+			agree(t, db, exprs, inputs)
+		})
+	}
+}
+
+func flipByte(t *testing.T, path string, at int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) <= at {
+		t.Fatalf("reading %s: %d bytes, %v", path, len(b), err)
+	}
+	b[at] ^= 0x01
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestHyperscanOnCRS compiles every CRS candidate expression Hyperscan
