@@ -199,8 +199,15 @@ func (p Plan) KneeOptions() knee.Options {
 	// 250 RPS floor of the gap made every knee below a few thousand RPS
 	// coarser than the rounds' own spread.
 	o.MinGap, o.GapFraction = 1, p.KneeResolution
+	o.MaxInvalidRetries = invalidRetries
 	return o
 }
+
+// invalidRetries is how often a sweep repeats a step the harness could not
+// trust before the round gives up. Cloud VMs lose CPU to their host in
+// bursts of seconds (2-20% of a CPU seen here, cpu_steal_s); one retry
+// often lands in the same burst, and a round given up is a round lost.
+const invalidRetries = 3
 
 // LoadFile reads a JSON plan file over the defaults and validates it.
 func LoadFile(path string) (Plan, error) {

@@ -139,7 +139,7 @@ func TestKneeOptions(t *testing.T) {
 	p := Default()
 	p.Confirm, p.FloorRPS = false, 120
 	o := p.KneeOptions()
-	if o.Confirm || o.Floor != 120 || o.MinGap != 1 || o.GapFraction != 0.05 || o.MaxInvalidRetries != 1 {
+	if o.Confirm || o.Floor != 120 || o.MinGap != 1 || o.GapFraction != 0.05 || o.MaxInvalidRetries != 3 {
 		t.Errorf("KneeOptions() = %+v", o)
 	}
 }

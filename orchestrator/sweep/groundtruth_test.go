@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -110,8 +111,8 @@ func sweepSteps(t *testing.T, p plan.Plan, tgt *local.Local) []dataset.StepRow {
 	return steps
 }
 
-// kneeOf is the sweep's aggregate knee, or why there is none.
-func kneeOf(t *testing.T, p plan.Plan, steps []dataset.StepRow) (int, error) {
+// kneeOf is the sweep's aggregate knee row.
+func kneeOf(t *testing.T, p plan.Plan, steps []dataset.StepRow) dataset.KneeRow {
 	t.Helper()
 	knees, err := dataset.BuildKnees(steps, p.Ladder, p.KneeOptions())
 	if err != nil {
@@ -119,21 +120,17 @@ func kneeOf(t *testing.T, p plan.Plan, steps []dataset.StepRow) (int, error) {
 	}
 	for _, k := range knees {
 		if k.Round == dataset.AllRounds {
-			if k.Invalid || k.Censored != dataset.CensoredNone {
-				return 0, fmt.Errorf("knee not found: censored %s, invalid %v %v", k.Censored, k.Invalid, k.Reasons)
-			}
-			return k.KneeRPS, nil
+			return k
 		}
 	}
-	return 0, fmt.Errorf("no knee row")
+	t.Fatal("no knee row")
+	return dataset.KneeRow{}
 }
 
 // A backend that spends a known CPU time per request on one core has a known
 // capacity, 1/cost, and costs a known number of cores per 1k RPS. Swept as
 // the direct flavor, the harness must find both within 5%, and above the
-// capacity a queue that grows as a fluid model of it says. Like the stall
-// test, a miss is measured once more before it fails: this VM's host takes
-// a few percent of a CPU now and then (see cpu_steal_s).
+// capacity a queue that grows as a fluid model of it says.
 func TestCalibrationFindsTheKnownCapacityAndCost(t *testing.T) {
 	requireE2E(t)
 	const cost = 4 * time.Millisecond // capacity 250 RPS on one core
@@ -142,14 +139,47 @@ func TestCalibrationFindsTheKnownCapacityAndCost(t *testing.T) {
 	// Finer than the reference 5%, so that the bisection's own resolution
 	// does not use up the tolerance the harness is checked against.
 	p.KneeResolution = 0.02
-	var problems []string
-	for attempt := 1; attempt <= 2; attempt++ {
-		if problems = capacityProblems(t, p, sweepSteps(t, p, tgt), cost); len(problems) == 0 {
-			return
+	checkGroundTruth(t, func() (problems []string, clean bool) {
+		steps := sweepSteps(t, p, tgt)
+		if k := kneeOf(t, p, steps); k.Invalid {
+			return k.Reasons, false // the search ended on a step the harness could not trust
 		}
-		t.Logf("attempt %d: %v", attempt, problems)
+		return capacityProblems(t, p, steps, cost), true
+	})
+}
+
+// groundTruthAttempts bounds the measurements a ground-truth test makes.
+// This VM's host takes CPU time now and then (2-20% of a CPU in bursts of
+// seconds, cpu_steal_s); a step it disturbed is invalid, says so, and
+// proves nothing either way.
+const groundTruthAttempts = 4
+
+// checkGroundTruth runs measure until it gives a clean measurement (no
+// step the harness itself declared invalid) that meets the ground truth. A
+// clean miss is measured once more before it fails, like the stall test.
+// When no attempt was clean, the test is skipped with the harness's
+// reasons: nothing was measured, so nothing was proven or disproven.
+func checkGroundTruth(t *testing.T, measure func() (problems []string, clean bool)) {
+	t.Helper()
+	var misses [][]string
+	var unclean []string
+	for attempt := 1; attempt <= groundTruthAttempts && len(misses) < 2; attempt++ {
+		problems, clean := measure()
+		switch {
+		case clean && len(problems) == 0:
+			return
+		case clean:
+			misses = append(misses, problems)
+			t.Logf("attempt %d missed the ground truth: %v", attempt, problems)
+		default:
+			unclean = append(unclean, problems...)
+			t.Logf("attempt %d not clean: %v", attempt, problems)
+		}
 	}
-	for _, p := range problems {
+	if len(misses) == 0 {
+		t.Skipf("no clean measurement in %d attempts (the harness marked steps invalid: %v)", groundTruthAttempts, unclean)
+	}
+	for _, p := range misses[len(misses)-1] {
 		t.Error(p)
 	}
 }
@@ -158,10 +188,11 @@ func TestCalibrationFindsTheKnownCapacityAndCost(t *testing.T) {
 func capacityProblems(t *testing.T, p plan.Plan, steps []dataset.StepRow, cost time.Duration) []string {
 	var problems []string
 	known := float64(time.Second) / float64(cost)
-	kneeRPS, err := kneeOf(t, p, steps)
-	if err != nil {
-		return []string{err.Error()}
+	k := kneeOf(t, p, steps)
+	if k.Censored != dataset.CensoredNone {
+		return []string{fmt.Sprintf("knee not found: censored %s", k.Censored)}
 	}
+	kneeRPS := k.KneeRPS
 	if math.Abs(float64(kneeRPS)-known) > 0.05*known {
 		problems = append(problems, fmt.Sprintf("knee %d RPS: want the known capacity %.0f RPS within 5%%", kneeRPS, known))
 	}
@@ -201,23 +232,48 @@ func TestCalibrationFindsTheKnownLatency(t *testing.T) {
 	const sleep = 50 * time.Millisecond
 	tgt := groundTruthTarget(t, backend.Cost{Sleep: sleep}, measuredCPU)
 	p := groundTruthPlan(plan.FlavorDirect, 50)
-	steps := sweepSteps(t, p, tgt)
+	checkGroundTruth(t, func() (problems []string, clean bool) {
+		steps := sweepSteps(t, p, tgt)
+		valid := slices.DeleteFunc(slices.Clone(steps), func(s dataset.StepRow) bool { return s.Verdict == dataset.VerdictInvalid })
+		if len(valid) == 0 {
+			return reasonsOf(steps), false // every try of the rate was disturbed
+		}
+		return latencyProblems(valid, sleep), true
+	})
+}
+
+// latencyProblems checks a sleep calibration's steps against the known
+// latency.
+func latencyProblems(steps []dataset.StepRow, sleep time.Duration) []string {
+	var problems []string
 	known := float64(sleep) / float64(time.Millisecond)
 	for _, s := range steps {
 		if s.Verdict != dataset.VerdictPass {
-			t.Errorf("at %d RPS: %s %v", s.TargetRPS, s.Verdict, s.Reasons)
+			problems = append(problems, fmt.Sprintf("at %d RPS: %s %v", s.TargetRPS, s.Verdict, s.Reasons))
 		}
 		// The load generator's own lateness (timer wake-ups: 1-3 ms at p99
 		// on the VMs seen) is measured and published with every step; the
 		// p99 may carry it, nothing else.
 		if s.P50Ms < known || s.P50Ms > known*1.05 {
-			t.Errorf("at %d RPS: corrected p50 %.2f ms, want the known %.0f ms within 5%%", s.TargetRPS, s.P50Ms, known)
+			problems = append(problems, fmt.Sprintf("at %d RPS: corrected p50 %.2f ms, want the known %.0f ms within 5%%", s.TargetRPS, s.P50Ms, known))
 		}
 		if s.P99Ms < known || s.P99Ms > known*1.05+s.LoadgenLatenessP99Ms {
-			t.Errorf("at %d RPS: corrected p99 %.2f ms, want the known %.0f ms within 5%% plus the load generator's own lateness p99 %.2f ms",
-				s.TargetRPS, s.P99Ms, known, s.LoadgenLatenessP99Ms)
+			problems = append(problems, fmt.Sprintf("at %d RPS: corrected p99 %.2f ms, want the known %.0f ms within 5%% plus the load generator's own lateness p99 %.2f ms",
+				s.TargetRPS, s.P99Ms, known, s.LoadgenLatenessP99Ms))
 		}
 	}
+	return problems
+}
+
+// reasonsOf lists the reasons of the invalid steps.
+func reasonsOf(steps []dataset.StepRow) []string {
+	var out []string
+	for _, s := range steps {
+		if s.Verdict == dataset.VerdictInvalid {
+			out = append(out, fmt.Sprintf("%d RPS: %v", s.TargetRPS, s.Reasons))
+		}
+	}
+	return out
 }
 
 // A proxy pinned to one CPU can never have used more than one core over a
