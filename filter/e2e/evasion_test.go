@@ -54,6 +54,13 @@ const evasionLimit = 8192
 // not forward may differ by protocol and timing, never whether it forwards.
 const statusRefused = -1
 
+// statusTunnelRefused is the answer to a tunnel's first data that the
+// filter refuses (filter/README.md, streaming bodies): 403 while no
+// response has started, else Envoy resets the stream after the backend's
+// 101, whichever comes first on a loaded machine. Either way no data
+// reaches the backend (want.handshake checks that).
+const statusTunnelRefused = -2
+
 // want is how one exchange must end.
 type want struct {
 	status int    // the client's final status, or statusRefused
@@ -375,7 +382,7 @@ func evasionCases() []evasionCase {
 		// filter (and the backend) see it, so the filter takes the request
 		// for a tunnel without a declared body: the handshake reaches the
 		// backend, the chunked bytes (tunnel data to Envoy) are refused.
-		{name: "POST with Upgrade: WebSocket and a chunked body", route: "/api", only: "h1", shape: wireRequest{headers: upgrade, pause: gap}, frames: formFrames(2, 1), attack: sqli, benign: benignValue, attackWant: want{status: 403, handshake: true}, benignWant: want{status: 403, handshake: true}},
+		{name: "POST with Upgrade: WebSocket and a chunked body", route: "/api", only: "h1", shape: wireRequest{headers: upgrade, pause: gap}, frames: formFrames(2, 1), attack: sqli, benign: benignValue, attackWant: want{status: statusTunnelRefused, handshake: true}, benignWant: want{status: statusTunnelRefused, handshake: true}},
 		{name: "POST with Upgrade: WebSocket, data without a declared body", route: "/api", only: "h1", shape: wireRequest{headers: upgrade, framing: undeclared}, frames: formFrames(1, 0), attack: sqli, benign: benignValue, attackWant: want{status: statusRefused, handshake: true}, benignWant: want{status: statusRefused, handshake: true}},
 		{name: "POST with Upgrade: WebSocket, data without a declared body, opted in", route: optInRoute, only: "h1", shape: wireRequest{headers: upgrade, framing: undeclared}, frames: formFrames(1, 0), attack: sqli, benign: benignValue, attackWant: streamedTunnel, benignWant: want{status: 101, reach: true}},
 		// Envoy joins the two into "WebSocket,websocket", which no
@@ -620,6 +627,8 @@ func statusMatches(r wireResponse, w want) bool {
 	switch {
 	case w.status == statusRefused:
 		return r.status == 0 || r.status/100 == 4
+	case w.status == statusTunnelRefused:
+		return r.status == 0 || r.status == 403 || r.status == 101
 	case r.status != w.status:
 		return false
 	case w.grpc == "":
@@ -634,6 +643,8 @@ func describeWant(w want) string {
 	switch {
 	case w.status == statusRefused:
 		s = "a 4xx or no answer"
+	case w.status == statusTunnelRefused:
+		s = "403, or the backend's 101 then a reset"
 	case w.grpc != "":
 		s += " with grpc-status " + w.grpc
 	}
