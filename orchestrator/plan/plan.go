@@ -36,10 +36,11 @@ type Plan struct {
 	// MaxLoadgenCPU is the fraction of its CPU budget the load generator may
 	// use before a step is declared invalid.
 	MaxLoadgenCPU float64
-	// MaxLoadgenLateness is the share of a step's corrected p99 that the
+	// MaxLoadgenLateness is the share of an SLO step's objective that the
 	// load generator's own lateness (its p99, on free connections) may be
-	// before the step is invalid: beyond it, the latency reported is the
-	// instrument's, not the proxy's. Above 1 ms only.
+	// before the step is invalid: beyond it, whether the p99 meets the
+	// objective is the instrument's doing, not the proxy's. (A capacity
+	// step is invalid only when the load generator is over 10 ms late.)
 	MaxLoadgenLateness float64
 	// MaxCPUSteal is the share of a CPU the hypervisor may take from the
 	// measured CPUs over a window (the steal column of /proc/stat) before

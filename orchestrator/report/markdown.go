@@ -23,8 +23,9 @@ const method = "Each step offers a constant target rate with Fortio (uniform spa
 	"non-2xx responses or socket errors, and latency is timed from each request's intended send time " +
 	"(corrected for coordinated omission; raw figures are in steps.csv). The proxy's CPU and request count " +
 	"are sampled at the window's edges; a step whose measurement cannot be trusted (load generator over its CPU " +
-	"budget or waiting for a CPU, proxy restart or more CPU than its cpuset, proxy and load generator counts " +
-	"disagreeing, backend saturation, failed pre-check) is invalid and retried. " +
+	"budget, waiting for a CPU or late beside an SLO step's objective, CPU stolen by the hypervisor, proxy restart " +
+	"or more CPU than its cpuset, proxy and load generator counts disagreeing, backend saturation, failed " +
+	"pre-check) is invalid and retried. " +
 	"The knee is the highest passing rate whose next tested higher rate fails, refined by bisection " +
 	"to the plan's resolution (5%) and confirmed by a re-run; passing the top of the " +
 	"ladder is reported as \">= top\" (censored above) and failing the bottom as \"< bottom\" (censored below)."

@@ -29,10 +29,11 @@ func TestWindowReasons(t *testing.T) {
 		{"counters a few requests apart", func(r *dataset.StepRow) { r.ProxyCompleted = 20150 }, 1, ""},
 		{"counters apart", func(r *dataset.StepRow) { r.ProxyCompleted = 19000 }, 1, "proxy counted 19000 requests in the window, the load generator 20000"},
 		{"no proxy counter", func(r *dataset.StepRow) { r.ProxyCompleted = -1; r.Completed = 5 }, 1, ""},
-		{"a late load generator", func(r *dataset.StepRow) { r.LoadgenLatenessP99Ms = 2.5 }, 1, "load generator's own lateness p99 2.50 ms is over 25% of the corrected p99 8.00 ms"},
-		{"late, but within a quarter", func(r *dataset.StepRow) { r.LoadgenLatenessP99Ms = 1.9 }, 1, ""},
+		{"late beside a tight objective", func(r *dataset.StepRow) { r.LoadgenLatenessP99Ms, r.SLOMs = 2.6, 10 }, 1, "load generator's own lateness p99 2.60 ms is over 25% of the 10 ms objective"},
+		{"late, but within a quarter of the objective", func(r *dataset.StepRow) { r.LoadgenLatenessP99Ms, r.SLOMs = 2.4, 10 }, 1, ""},
+		{"late on a capacity step, a large share of a small p99", func(r *dataset.StepRow) { r.LoadgenLatenessP99Ms, r.P99Ms = 1.1, 1.3 }, 1, ""},
+		{"not keeping its schedule", func(r *dataset.StepRow) { r.LoadgenLatenessP99Ms = 12 }, 1, "load generator's own lateness p99 12.00 ms is over 10 ms"},
 		{"stolen CPU", func(r *dataset.StepRow) { r.StealS = 0.5 }, 1, "the hypervisor took 2.5% of a CPU from the measured CPUs"},
-		{"late under a millisecond", func(r *dataset.StepRow) { r.LoadgenLatenessP99Ms, r.P99Ms = 0.9, 1 }, 1, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
