@@ -19,14 +19,7 @@ func TestCRSRegression(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the CRS regression suite sends ~14,000 requests through Envoy")
 	}
-	suite, err := loadSuite()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ignored, err := loadIgnored(ignoreListPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	suite, ignored := suiteAndIgnoreList(t)
 	p := startProxy(t, filterConfig(t), startReflector(t))
 	rc, err := newRunnerConfig(p)
 	if err != nil {

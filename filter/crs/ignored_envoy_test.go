@@ -129,14 +129,7 @@ type proofCase struct {
 // list; and the suite's units for those entries.
 func proofCases(t *testing.T) ([]proofCase, []*test.FTWTest) {
 	t.Helper()
-	suite, err := loadSuite()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ignored, err := loadIgnored(ignoreListPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	suite, ignored := suiteAndIgnoreList(t)
 	cases := extraCases(t)
 	var subset []*test.FTWTest
 	for _, id := range slices.Sorted(maps.Keys(ignored)) {

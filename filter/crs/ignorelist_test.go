@@ -13,14 +13,7 @@ import (
 // refuses one without), and a header a proof says Envoy strips is one the
 // test sends.
 func TestIgnoreListNamesSuiteTests(t *testing.T) {
-	suite, err := loadSuite()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ignored, err := loadIgnored(ignoreListPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	suite, ignored := suiteAndIgnoreList(t)
 	inSuite := map[string]bool{}
 	sends := map[string][]string{} // test id -> header names its stages send, lower case
 	raw := map[string]bool{}       // test id -> a stage is an encoded_request

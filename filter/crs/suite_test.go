@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
 
 	crstests "github.com/corazawaf/coraza-coreruleset/v4/tests"
 	schema "github.com/coreruleset/ftw-tests-schema/v2/types"
@@ -157,6 +158,21 @@ var (
 // the reason and the proof. Ids are exact (go-ftw's own ignore keys are
 // unanchored regular expressions, where "920100-4" would also swallow
 // 920100-40).
+// suiteAndIgnoreList loads the embedded CRS suite and the ignore list, or
+// fails the test.
+func suiteAndIgnoreList(t testing.TB) ([]*test.FTWTest, map[string]ignoreEntry) {
+	t.Helper()
+	suite, err := loadSuite()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ignored, err := loadIgnored(ignoreListPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return suite, ignored
+}
+
 func loadIgnored(path string) (map[string]ignoreEntry, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
