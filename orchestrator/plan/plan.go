@@ -39,9 +39,13 @@ type Plan struct {
 	// MaxLoadgenLateness is the share of an SLO step's objective that the
 	// load generator's own lateness (its p99, on free connections) may be
 	// before the step is invalid: beyond it, whether the p99 meets the
-	// objective is the instrument's doing, not the proxy's. (A capacity
-	// step is invalid only when the load generator is over 10 ms late.)
+	// objective is the instrument's doing, not the proxy's.
 	MaxLoadgenLateness float64
+	// MaxLoadgenDelay is the load generator's own lateness (its p99) over
+	// which any step, a capacity step too, is invalid: the load generator
+	// is not keeping its schedule at all. (A late send still lands in a
+	// capacity step's window, so below it lateness does not matter there.)
+	MaxLoadgenDelay time.Duration
 	// MaxCPUSteal is the share of a CPU the hypervisor may take from the
 	// measured CPUs over a window (the steal column of /proc/stat) before
 	// the step is invalid: the measured process then ran slower for
@@ -72,6 +76,7 @@ func Default() Plan {
 		Confirm:            true,
 		MaxLoadgenCPU:      0.70,
 		MaxLoadgenLateness: 0.25,
+		MaxLoadgenDelay:    10 * time.Millisecond,
 		MaxCPUSteal:        0.02,
 		KneeResolution:     0.05,
 		SLOs:               []time.Duration{10 * time.Millisecond, 50 * time.Millisecond, 250 * time.Millisecond},
@@ -94,6 +99,7 @@ type planJSON struct {
 	Confirm            bool     `json:"confirm"`
 	MaxLoadgenCPU      float64  `json:"max_loadgen_cpu"`
 	MaxLoadgenLateness float64  `json:"max_loadgen_lateness"`
+	MaxLoadgenDelay    string   `json:"max_loadgen_delay"`
 	MaxCPUSteal        float64  `json:"max_cpu_steal"`
 	KneeResolution     float64  `json:"knee_resolution"`
 	// RetiredP99SLO was the objective of the latency knee that the SLO
@@ -109,7 +115,8 @@ func (p Plan) MarshalJSON() ([]byte, error) {
 		Flavors: p.Flavors, Tiers: p.Tiers, Shapes: p.Shapes, Ladder: p.Ladder,
 		FloorRPS: p.FloorRPS, Connections: p.Connections,
 		Warmup: p.Warmup.String(), Measure: p.Measure.String(), Cooldown: p.Cooldown.String(),
-		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenLateness: p.MaxLoadgenLateness, MaxCPUSteal: p.MaxCPUSteal, KneeResolution: p.KneeResolution,
+		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenLateness: p.MaxLoadgenLateness,
+		MaxLoadgenDelay: p.MaxLoadgenDelay.String(), MaxCPUSteal: p.MaxCPUSteal, KneeResolution: p.KneeResolution,
 		SLOs: durationStrings(p.SLOs),
 	})
 }
@@ -124,7 +131,8 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 		Shapes: slices.Clone(p.Shapes), Ladder: slices.Clone(p.Ladder),
 		FloorRPS: p.FloorRPS, Connections: p.Connections,
 		Warmup: p.Warmup.String(), Measure: p.Measure.String(), Cooldown: p.Cooldown.String(),
-		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenLateness: p.MaxLoadgenLateness, MaxCPUSteal: p.MaxCPUSteal, KneeResolution: p.KneeResolution,
+		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenLateness: p.MaxLoadgenLateness,
+		MaxLoadgenDelay: p.MaxLoadgenDelay.String(), MaxCPUSteal: p.MaxCPUSteal, KneeResolution: p.KneeResolution,
 		SLOs: durationStrings(p.SLOs),
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -140,6 +148,7 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 		{"warmup", f.Warmup, &p.Warmup},
 		{"measure", f.Measure, &p.Measure},
 		{"cooldown", f.Cooldown, &p.Cooldown},
+		{"max_loadgen_delay", f.MaxLoadgenDelay, &p.MaxLoadgenDelay},
 	}
 	for _, d := range durations {
 		v, err := time.ParseDuration(d.text)

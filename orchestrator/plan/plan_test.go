@@ -83,6 +83,7 @@ func TestValidate(t *testing.T) {
 		{"coarse knee", func(p *Plan) { p.KneeResolution = 0.1 }, []string{"knee_resolution = 0.1: use a fraction in [0.005, 0.05]"}},
 		{"lateness", func(p *Plan) { p.MaxLoadgenLateness = 0 }, []string{"max_loadgen_lateness = 0"}},
 		{"steal", func(p *Plan) { p.MaxCPUSteal = 2 }, []string{"max_cpu_steal = 2"}},
+		{"no delay allowed", func(p *Plan) { p.MaxLoadgenDelay = 0 }, []string{"max_loadgen_delay = 0s: use a positive duration"}},
 		{"repeated slo", func(p *Plan) { p.SLOs = []time.Duration{time.Millisecond, time.Millisecond} }, []string{"slos: 1ms: use distinct positive durations"}},
 		{"negative floor", func(p *Plan) { p.FloorRPS = -1 },
 			[]string{"floor_rps = -1: set floor_rps between 1 and 999 (below the ladder's first rate 1000), or to 0 to turn the descent below the ladder off"}},

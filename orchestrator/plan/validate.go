@@ -133,6 +133,9 @@ func (p Plan) checkRun() []error {
 	if !(p.MaxLoadgenLateness > 0 && p.MaxLoadgenLateness <= 1) {
 		errs = append(errs, fmt.Errorf("max_loadgen_lateness = %g: use a fraction in (0, 1], e.g. 0.25", p.MaxLoadgenLateness))
 	}
+	if p.MaxLoadgenDelay <= 0 {
+		errs = append(errs, fmt.Errorf("max_loadgen_delay = %s: use a positive duration, e.g. 10ms", p.MaxLoadgenDelay))
+	}
 	for i, slo := range p.SLOs {
 		if slo <= 0 || slices.Contains(p.SLOs[:i], slo) {
 			errs = append(errs, fmt.Errorf("slos: %s: use distinct positive durations, e.g. 10ms,50ms,250ms", slo))

@@ -29,9 +29,6 @@ const (
 	cpuAllowanceSlack   = 1.01 // fraction of the proxy's cores
 	counterSlackSeconds = 0.01 // of traffic at the target rate
 	counterSlackShare   = 0.01 // of the window's completions
-	// maxLatenessMs is the load generator lateness (p99) beyond which it
-	// is not keeping its schedule at all, whatever the step is for.
-	maxLatenessMs = 10.0
 )
 
 // step measures one rate: one run of warm-up, measured window and a short
@@ -260,9 +257,10 @@ func windowReasons(row dataset.StepRow, proxyCores float64, p plan.Plan) []strin
 // loadgen_run_delay_s, says why when it is late.)
 func latenessReasons(row dataset.StepRow, p plan.Plan) []string {
 	late := row.LoadgenLatenessP99Ms
+	maxDelayMs := float64(p.MaxLoadgenDelay) / float64(time.Millisecond)
 	switch {
-	case late > maxLatenessMs:
-		return []string{fmt.Sprintf("load generator's own lateness p99 %.2f ms is over %g ms: it is not keeping its schedule", late, maxLatenessMs)}
+	case late > maxDelayMs:
+		return []string{fmt.Sprintf("load generator's own lateness p99 %.2f ms is over %g ms: it is not keeping its schedule", late, maxDelayMs)}
 	case row.SLOMs > 0 && late > p.MaxLoadgenLateness*row.SLOMs:
 		return []string{fmt.Sprintf("load generator's own lateness p99 %.2f ms is over %.0f%% of the %g ms objective",
 			late, 100*p.MaxLoadgenLateness, row.SLOMs)}

@@ -32,7 +32,7 @@ func tinyPlan() plan.Plan {
 	// shares its CPUs and is late, which the lateness guard (tested on its
 	// own) would rightly call an invalid measurement. These tests check
 	// the plumbing.
-	p.MaxLoadgenLateness, p.MaxCPUSteal = 1, 1
+	p.MaxLoadgenLateness, p.MaxCPUSteal, p.MaxLoadgenDelay = 1, 1, time.Second
 	return p
 }
 

@@ -340,8 +340,10 @@ func TestSweepEndToEndOnFakeCluster(t *testing.T) {
 	}
 	p := plan.Default()
 	p.Flavors = []string{plan.FlavorDirect, plan.FlavorEnvoy, plan.FlavorWAF}
-	p.MaxLoadgenLateness, p.MaxCPUSteal = 1, 1 // a shared test machine: plumbing, not a measurement
-	p.SLOs = nil                               // the capacity search is the plumbing checked here
+	// A shared test machine, and the capacity search is the plumbing
+	// checked here: no measurement's checks, no SLO searches.
+	p.MaxLoadgenLateness, p.MaxCPUSteal, p.MaxLoadgenDelay = 1, 1, time.Second
+	p.SLOs = nil
 	p.Tiers = []string{plan.TierTargeted}
 	p.Shapes = []string{plan.ShapeJSON1K}
 	p.Ladder = []int{100, 200}
@@ -418,8 +420,10 @@ func TestInterruptedSweepTearsDown(t *testing.T) {
 	}
 	p := plan.Default()
 	p.Flavors, p.Shapes, p.Ladder = []string{plan.FlavorEnvoy}, []string{plan.ShapeGet}, []int{100, 200, 400}
-	p.MaxLoadgenLateness, p.MaxCPUSteal = 1, 1 // a shared test machine: plumbing, not a measurement
-	p.SLOs = nil                               // the capacity search is the plumbing checked here
+	// A shared test machine, and the capacity search is the plumbing
+	// checked here: no measurement's checks, no SLO searches.
+	p.MaxLoadgenLateness, p.MaxCPUSteal, p.MaxLoadgenDelay = 1, 1, time.Second
+	p.SLOs = nil
 	p.Connections = 2
 	p.Warmup, p.Measure, p.Cooldown = 100*time.Millisecond, 2*time.Second, 0
 	p.FloorRPS, p.Confirm = 0, false

@@ -200,8 +200,10 @@ func TestSweepThroughNginxModSecurity(t *testing.T) {
 	p := plan.Default()
 	p.Flavors = []string{plan.FlavorNginxModSecurity}
 	p.Tiers = []string{plan.TierFullCRS}
-	p.MaxLoadgenLateness, p.MaxCPUSteal = 1, 1 // a shared test machine: plumbing, not a measurement
-	p.SLOs = nil                               // the capacity search is the plumbing checked here
+	// A shared test machine, and the capacity search is the plumbing
+	// checked here: no measurement's checks, no SLO searches.
+	p.MaxLoadgenLateness, p.MaxCPUSteal, p.MaxLoadgenDelay = 1, 1, time.Second
+	p.SLOs = nil
 	p.Shapes = []string{plan.ShapeGet}
 	p.Ladder = []int{10, 20} // far below the knee
 	p.Connections = 4
