@@ -116,6 +116,15 @@ func (c evasionCase) protocols() []string {
 
 // formFrames is a form of n fields, one per frame, the payload in field at.
 func formFrames(n, at int) func(string) []string {
+	return memberFrames(n, at, "", "&", "", func(i int, value string) string {
+		return fmt.Sprintf("f%d=%s", i, url.QueryEscape(value))
+	})
+}
+
+// memberFrames is a body of n members, one per frame, the payload the
+// value of member at: open before the first, sep between two, end after
+// the last.
+func memberFrames(n, at int, open, sep, end string, member func(i int, value string) string) func(string) []string {
 	return func(v string) []string {
 		frames := make([]string, n)
 		for i := range n {
@@ -123,9 +132,14 @@ func formFrames(n, at int) func(string) []string {
 			if i == at {
 				value = v
 			}
-			frames[i] = fmt.Sprintf("f%d=%s", i, url.QueryEscape(value))
+			frames[i] = member(i, value)
+			if i == 0 {
+				frames[i] = open + frames[i]
+			}
 			if i < n-1 {
-				frames[i] += "&"
+				frames[i] += sep
+			} else {
+				frames[i] += end
 			}
 		}
 		return frames
@@ -161,27 +175,9 @@ func gzipFrames(v string) []string {
 // jsonFrames is a JSON object of n members, one per frame, the payload in
 // member at.
 func jsonFrames(n, at int) func(string) []string {
-	return func(v string) []string {
-		frames := make([]string, n)
-		for i := range n {
-			value := fmt.Sprintf("part %d", i)
-			if i == at {
-				value = v
-			}
-			frames[i] = fmt.Sprintf("%q:%q", fmt.Sprintf("m%d", i), value)
-			switch {
-			case i == 0 && n == 1:
-				frames[i] = "{" + frames[i] + "}"
-			case i == 0:
-				frames[i] = "{" + frames[i] + ","
-			case i == n-1:
-				frames[i] += "}"
-			default:
-				frames[i] += ","
-			}
-		}
-		return frames
-	}
+	return memberFrames(n, at, "{", ",", "}", func(i int, value string) string {
+		return fmt.Sprintf("%q:%q", fmt.Sprintf("m%d", i), value)
+	})
 }
 
 // replyFrames is an HTML page in n frames, the payload in frame at.

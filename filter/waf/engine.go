@@ -20,7 +20,6 @@ type Engine struct {
 	waf    coraza.WAF
 	mode   Mode
 	limits BodyLimits
-	spec   engineSpec
 	// accel is the accelerator installed in waf, nil when acceleration is off.
 	accel *accel.Accelerator
 	// detect is the same rule set under SecRuleEngine DetectionOnly, for
@@ -29,8 +28,7 @@ type Engine struct {
 	detect *Engine
 }
 
-// engineSpec is everything an Engine is built from, kept so that a
-// detect-only twin can be built from the same rules.
+// engineSpec is everything an Engine is built from.
 type engineSpec struct {
 	directives []string
 	mode       Mode
@@ -107,7 +105,7 @@ func newEngine(spec engineSpec) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{waf: w, mode: spec.mode, limits: limits, spec: spec, accel: acc}
+	e := &Engine{waf: w, mode: spec.mode, limits: limits, accel: acc}
 	if e.mode == ModeDetect {
 		e.detect = e
 	}

@@ -218,9 +218,8 @@ func (s *Stream) OnRequestHeaders(req RequestHead) Decision {
 // websocket handshake is a GET whose stream never ends.
 func chunkedOnTheWire(req RequestHead) bool {
 	return req.Protocol == "HTTP/1.1" && !req.EndOfStream && req.Method != "CONNECT" &&
-		len(headerValues(req.Headers, "upgrade")) == 0 &&
-		len(headerValues(req.Headers, "content-length")) == 0 &&
-		len(headerValues(req.Headers, "transfer-encoding")) == 0
+		!hasHeader(req.Headers, "upgrade") && !hasHeader(req.Headers, "content-length") &&
+		!hasHeader(req.Headers, "transfer-encoding")
 }
 
 // OnRequestBody writes a body frame into the transaction. Frames are held
@@ -480,8 +479,25 @@ func (s *Stream) MarkReplied() { s.replied = true }
 
 // FailureReply is the fail-closed answer to an internal error.
 func (s *Stream) FailureReply() *LocalReply {
-	return &LocalReply{Status: s.settings.FailureStatus, Headers: s.grpcStatus(s.settings.FailureStatus),
-		Details: "corazawaf_internal_error"}
+	return s.localReply(s.settings.FailureStatus, "corazawaf_internal_error")
+}
+
+// localReply is an empty local reply with status, in gRPC form for a gRPC
+// request; details becomes %RESPONSE_CODE_DETAILS%.
+func (s *Stream) localReply(status int, details string) *LocalReply {
+	return &LocalReply{Status: status, Headers: s.grpcStatus(status), Details: details}
+}
+
+// failureModeAnswer is what failure_mode says a stream gets when the filter
+// cannot inspect it: through uninspected (open), or the failure reply
+// with details (closed).
+func (s *Stream) failureModeAnswer(details string) Decision {
+	if s.settings.FailureMode == FailOpen {
+		s.requestDone, s.responseDone = true, true
+		return Decision{}
+	}
+	s.replied = true
+	return Decision{Action: Reply, Reply: s.localReply(s.settings.FailureStatus, details)}
 }
 
 // Overloaded answers a stream whose inspection was deferred (Defer) but
@@ -492,13 +508,7 @@ func (s *Stream) Overloaded() Decision {
 	s.outcome.Shed = ShedQueueFull
 	s.logf(LevelWarn, "[corazawaf] %s not inspected: every inspection thread is busy and their queue is full (failure_mode %s)",
 		s.txLabel(), s.settings.FailureMode)
-	if s.settings.FailureMode == FailOpen {
-		s.requestDone, s.responseDone = true, true
-		return Decision{}
-	}
-	s.replied = true
-	return Decision{Action: Reply, Reply: &LocalReply{Status: s.settings.FailureStatus,
-		Headers: s.grpcStatus(s.settings.FailureStatus), Details: "corazawaf_overloaded"}}
+	return s.failureModeAnswer("corazawaf_overloaded")
 }
 
 // reserve takes a held frame's bytes from the filter config's body budget.
@@ -525,7 +535,7 @@ func (s *Stream) overBudget(phase string) Decision {
 	s.replied = true
 	s.logf(LevelWarn, "[corazawaf] %s answered 503 in %s: its body would take the bytes held for inspection over body_budget_bytes (%d)",
 		s.txLabel(), phase, s.settings.BodyBudgetBytes)
-	return Decision{Action: Reply, Reply: &LocalReply{Status: 503, Headers: s.grpcStatus(503), Details: "corazawaf_body_budget"}}
+	return Decision{Action: Reply, Reply: s.localReply(503, "corazawaf_body_budget")}
 }
 
 // FailOpen reports whether internal errors let the stream through.
@@ -578,12 +588,7 @@ func (s *Stream) denyHeaders() []Header {
 func (s *Stream) fail(where string, err error) Decision {
 	s.outcome.Errors++
 	s.logf(LevelError, "[corazawaf] %s of %s failed: %v", where, s.txLabel(), err)
-	if s.settings.FailureMode == FailOpen {
-		s.requestDone, s.responseDone = true, true
-		return Decision{}
-	}
-	s.replied = true
-	return Decision{Action: Reply, Reply: s.FailureReply()}
+	return s.failureModeAnswer("corazawaf_internal_error")
 }
 
 // TransactionID is the id of the stream's transaction ("" when none runs).

@@ -113,7 +113,7 @@ func tunnelProtocol(req RequestHead) (protocol string, tunnel bool) {
 // declaresBody reports whether the request announces a body of its own,
 // which a tunnel request has no use for.
 func declaresBody(req RequestHead) bool {
-	if len(headerValues(req.Headers, "transfer-encoding")) > 0 {
+	if hasHeader(req.Headers, "transfer-encoding") {
 		return true
 	}
 	for _, v := range headerValues(req.Headers, "content-length") {
@@ -170,6 +170,12 @@ func headerValues(headers []Header, name string) []string {
 		}
 	}
 	return values
+}
+
+// hasHeader reports whether headers have a field name, without collecting
+// values: it runs on every request.
+func hasHeader(headers []Header, name string) bool {
+	return slices.ContainsFunc(headers, func(h Header) bool { return strings.EqualFold(h.Name, name) })
 }
 
 // hasToken reports whether a comma-separated header lists token.

@@ -32,7 +32,7 @@ func startMetadata(opts Options) (dataset.Metadata, error) {
 		if old.Identity == "" {
 			old.Identity = opts.Identity // a sweep that predates identities: recorded from now on
 		}
-		old.Notes = append(old.Notes, "resumed at "+time.Now().UTC().Format(time.RFC3339)+" by: "+joinArgs(opts.CommandLine))
+		old.Notes = append(old.Notes, "resumed at "+time.Now().UTC().Format(time.RFC3339)+" by: "+strings.Join(opts.CommandLine, " "))
 		old.FinishedAt = time.Time{}
 		return old, dataset.WriteMetadata(path, old)
 	} else if !errors.Is(err, os.ErrNotExist) {
@@ -62,8 +62,8 @@ func checkIdentity(old dataset.Metadata, opts Options) error {
 	if old.Versions.Build() != opts.Versions.Build() {
 		changed = append(changed, fmt.Sprintf("the builds (%+v, now %+v)", old.Versions.Build(), opts.Versions.Build()))
 	}
-	if !maps.Equal(old.CoreAssignment, opts.Target.Describe().CoreAssignment) {
-		changed = append(changed, fmt.Sprintf("the CPU assignment (%v, now %v)", old.CoreAssignment, opts.Target.Describe().CoreAssignment))
+	if cpus := opts.Target.Describe().CoreAssignment; !maps.Equal(old.CoreAssignment, cpus) {
+		changed = append(changed, fmt.Sprintf("the CPU assignment (%v, now %v)", old.CoreAssignment, cpus))
 	}
 	if old.Target != opts.Target.Name() {
 		changed = append(changed, fmt.Sprintf("the target (%s, now %s)", old.Target, opts.Target.Name()))
@@ -74,15 +74,4 @@ func checkIdentity(old dataset.Metadata, opts Options) error {
 	return fmt.Errorf("%s was measured on another setup (%s): resuming would mix two setups in one dataset; "+
 		"give another --sweep-id (or none: the default id names this setup), or rerun with what measured it",
 		opts.OutDir, strings.Join(changed, ", "))
-}
-
-func joinArgs(args []string) string {
-	s := ""
-	for i, a := range args {
-		if i > 0 {
-			s += " "
-		}
-		s += a
-	}
-	return s
 }

@@ -82,12 +82,12 @@ func closedOrOpen[T any](f *httpFilter, closed, open T) T {
 }
 
 func failOpen(f *httpFilter) bool {
-	return f.config != nil && f.config.filter.Settings().FailureMode == waf.FailOpen
+	return f.config != nil && f.config.settings.FailureMode == waf.FailOpen
 }
 
 func failureStatus(f *httpFilter) int {
 	if f.config == nil {
 		return 500
 	}
-	return f.config.filter.Settings().FailureStatus
+	return f.config.settings.FailureStatus
 }

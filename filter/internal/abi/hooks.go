@@ -39,9 +39,10 @@ func envoy_dynamic_module_on_http_filter_config_new(configEnvoy C.envoy_dynamic_
 		logError("filter config %q rejected: %v", envoyString(name.ptr, name.length), err)
 		return 0
 	}
-	pool := offloadPool(f.Settings().OffWorker)
+	settings := f.Settings()
+	pool := offloadPool(settings.OffWorker)
 	releaseBuildGarbage()
-	return newHandle(&filterConfig{filter: f, metrics: m, pool: pool})
+	return newHandle(&filterConfig{filter: f, settings: settings, metrics: m, pool: pool})
 }
 
 //export envoy_dynamic_module_on_http_filter_config_destroy
@@ -320,7 +321,7 @@ func (f *httpFilter) restoreBufferLimit(s stream) {
 	}
 }
 
-func (f *httpFilter) namespace() string { return f.config.filter.Settings().MetadataNamespace }
+func (f *httpFilter) namespace() string { return f.config.settings.MetadataNamespace }
 
 // pick maps an action onto a headers or trailers status.
 func pick[T any](a waf.Action, cont, stop T) T {

@@ -14,9 +14,12 @@ import (
 
 // filterConfig is what Envoy's http_filter_config points at (by handle).
 type filterConfig struct {
-	filter  *waf.Filter
-	metrics *metrics
-	pool    *offload.Pool // inspects large bodies off the worker; nil when off
+	filter *waf.Filter
+	// settings are filter's, copied once: hooks read them on every
+	// request, and Filter.Settings copies the whole configuration.
+	settings waf.Config
+	metrics  *metrics
+	pool     *offload.Pool // inspects large bodies off the worker; nil when off
 }
 
 // routeConfig is what a DynamicModuleFilterPerRoute points at.

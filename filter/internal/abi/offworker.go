@@ -110,8 +110,7 @@ func (f *httpFilter) offload(s stream, work func() waf.Decision) bool {
 	scheduler := C.envoy_dynamic_module_callback_http_filter_scheduler_new(s.ptr)
 	in := &inspection{}
 	f.pending = in
-	queue := f.config.filter.Settings().OffWorker.QueueLength
-	if err := pool.TrySubmit(func() { f.inspect(in, work, scheduler) }, queue); err != nil {
+	if err := pool.TrySubmit(func() { f.inspect(in, work, scheduler) }, f.config.settings.OffWorker.QueueLength); err != nil {
 		f.pending = nil
 		C.envoy_dynamic_module_callback_http_filter_scheduler_delete(scheduler)
 		return false

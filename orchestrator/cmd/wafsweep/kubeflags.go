@@ -75,16 +75,15 @@ const closeTimeout = 5 * time.Minute
 // problems found so far, reported together with the target's own.
 func (f sweepFlags) kubeSweepOptions(p plan.Plan, errs []error, root, resultsDir, rulesets, module string) (sweep.Options, error) {
 	v := versions(module)
-	id := f.sweepID
-	var identity string
+	var identity, id string
 	if p.Validate() == nil {
 		var err error
 		// The flags name the cluster, the image and the CPU assignment.
-		identity, err = identityDigest(f.target, p, fmt.Sprintf("%+v", f.kube), v.Build())
+		identity, id, err = sweepIdentity(f.target, p, fmt.Sprintf("%+v", f.kube), v.Build())
 		errs = append(errs, err)
-		if id == "" && err == nil {
-			id = f.target + "-" + identity[:8]
-		}
+	}
+	if f.sweepID != "" {
+		id = f.sweepID
 	}
 	tgt, err := f.kube.target(f.target, id, root, module, os.Stderr)
 	errs = append(errs, err)

@@ -201,35 +201,26 @@ func setDur(dst *time.Duration, v time.Duration) {
 	}
 }
 
-// sweepID names the output directory after everything that shapes its
-// numbers: the plan, and the identity of what is measured and where (the
-// builds' digests, the CPU assignment, the cluster). Running the same
-// command on the same builds finds and resumes the sweep; after a rebuild,
-// or on other CPUs, the same command starts a new one instead of mixing
-// two builds in one dataset.
-func sweepID(target string, p plan.Plan, identity ...any) (string, error) {
-	digest, err := identityDigest(target, p, identity...)
-	if err != nil {
-		return "", err
-	}
-	return target + "-" + digest[:8], nil
-}
-
-// identityDigest is the digest sweepID is named after. A sweep records it
-// (sweep.Options.Identity), so that a sweep given its name by --sweep-id
-// still refuses to resume on another plan, build, CPU assignment or
-// cluster.
-func identityDigest(target string, p plan.Plan, identity ...any) (string, error) {
+// sweepIdentity digests everything that shapes a sweep's numbers: the
+// target, the plan, and the identity of what is measured and where (the
+// builds' digests, the CPU assignment, the cluster). The sweep records the
+// digest (sweep.Options.Identity), so that one named by --sweep-id still
+// refuses to resume on another setup; the default directory name, id, is
+// the target and the digest's head. Running the same command on the same
+// builds finds and resumes the sweep; after a rebuild, or on other CPUs,
+// the same command starts a new one instead of mixing two in one dataset.
+func sweepIdentity(target string, p plan.Plan, identity ...any) (digest, id string, err error) {
 	b, err := json.Marshal(struct {
 		Target   string
 		Plan     plan.Plan
 		Identity []any
 	}{target, p, identity})
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), nil
+	digest = hex.EncodeToString(sum[:])
+	return digest, target + "-" + digest[:8], nil
 }
 
 func cpuFlag(name, value string) ([]int, error) {
@@ -332,13 +323,12 @@ func (f sweepFlags) sweepOptions() (sweep.Options, error) {
 		return sweep.Options{}, err
 	}
 	versions := localVersions(p, tgt)
-	identity, err := identityDigest(tgt.Name(), p, tgt.Describe(), versions.Build())
+	identity, id, err := sweepIdentity(tgt.Name(), p, tgt.Describe(), versions.Build())
 	if err != nil {
 		return sweep.Options{}, err
 	}
-	id := f.sweepID
-	if id == "" {
-		id = tgt.Name() + "-" + identity[:8]
+	if f.sweepID != "" {
+		id = f.sweepID
 	}
 	return sweep.Options{
 		Plan: p, Target: tgt, SweepID: id, Identity: identity, OutDir: filepath.Join(resultsDir, id), RulesetsDir: rulesets,

@@ -85,6 +85,12 @@ func TestBadFlagsFailBeforeAnythingStarts(t *testing.T) {
 	}
 }
 
+// sweepID is the default directory name sweepIdentity gives.
+func sweepID(target string, p plan.Plan, identity ...any) (string, error) {
+	_, id, err := sweepIdentity(target, p, identity...)
+	return id, err
+}
+
 func TestSweepIDIsStableForTheSamePlan(t *testing.T) {
 	a, _ := sweepID("local", plan.Default())
 	b, _ := sweepID("local", plan.Default())
