@@ -14,9 +14,9 @@ import (
 // They are searched, not read off the rates the capacity search visited.
 // The objectives are taken largest first, each bounded above by the knee of
 // the one before (the capacity knee for the largest), since a tighter
-// objective cannot be met at a higher rate. When the last passing step at
-// that bound already met the objective, the bound is the objective's knee
-// (status AtBound). Otherwise a knee search runs with the bound as its one
+// objective cannot be met at a higher rate. When the bounding search's own
+// last passing step at that bound already met the objective, the bound is
+// the objective's knee (status AtBound). Otherwise a knee search runs with the bound as its one
 // ladder rate, descending and bisecting to the plan's resolution like the
 // capacity search, on steps that pass only within the objective
 // (StepRow.SLOMs, knee.Step.MaxP99Ms).
@@ -58,13 +58,14 @@ func SLOSearches(rows []StepRow, capacity knee.Result, slos []float64, opts knee
 	slices.Sort(objectives)
 	slices.Reverse(objectives)
 	bound, status := capacityBound(capacity)
+	bounding := boundingSearch{rows: CapacitySteps(rows)}
 	var results []SLOResult
 	for _, slo := range objectives {
 		if status != "" {
 			results = append(results, SLOResult{SLOMs: slo, Status: status, Bound: bound})
 			continue
 		}
-		res, pending, err := sloSearch(rows, slo, bound, opts)
+		res, pending, err := sloSearch(rows, bounding, slo, bound, opts)
 		if err != nil || pending != nil {
 			return results, pending, err
 		}
@@ -72,11 +73,21 @@ func SLOSearches(rows []StepRow, capacity knee.Result, slos []float64, opts knee
 		switch res.Status {
 		case SLOInvalid, SLOBelowFloor:
 			status = res.Status // every tighter objective shares the outcome
-		default:
-			bound = res.KneeRPS
+		case SLOSearched:
+			bound, bounding = res.KneeRPS, boundingSearch{rows: objectiveSteps(rows, slo), sloMs: slo}
 		}
 	}
 	return results, nil, nil
+}
+
+// boundingSearch is the search whose knee bounds an objective: the capacity
+// search's rows, or those of the larger objective that was searched. Only
+// its own steps at the bound say whether the bound meets the objective: a
+// tighter objective's later step at the same rate (a p99 of another run)
+// must not undo a decision already taken.
+type boundingSearch struct {
+	rows  []StepRow
+	sloMs float64 // its objective; 0 for the capacity search
 }
 
 // capacityBound is the capacity knee that bounds the largest objective, or
@@ -97,12 +108,13 @@ func capacityBound(c knee.Result) (int, string) {
 
 // sloSearch decides one objective under bound, or returns its search when
 // it wants a step.
-func sloSearch(rows []StepRow, slo float64, bound int, opts knee.Options) (SLOResult, *PendingSLO, error) {
+func sloSearch(rows []StepRow, bounding boundingSearch, slo float64, bound int, opts knee.Options) (SLOResult, *PendingSLO, error) {
 	res := SLOResult{SLOMs: slo, Bound: bound}
 	own := objectiveSteps(rows, slo)
 	if len(own) == 0 {
-		// The last run at the bound decides, as the capacity knee's does.
-		if at, ok := lastPassAt(rows, bound, 0); ok && at.P99Ms <= slo {
+		// The bounding search's last run at the bound decides, as the
+		// capacity knee's does.
+		if at, ok := lastPassAt(bounding.rows, bound, bounding.sloMs); ok && at.P99Ms <= slo {
 			res.KneeRPS, res.Status = bound, SLOAtBound
 			return res, nil, nil
 		}

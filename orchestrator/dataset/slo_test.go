@@ -97,3 +97,41 @@ func TestSLOBelowTheFloorEndsTheTighterObjectives(t *testing.T) {
 		t.Errorf("%+v with %d steps for 0.25 ms", results, len(objectiveSteps(rows, 0.25)))
 	}
 }
+
+// An objective decided at the bound stays decided: a tighter objective's
+// later run at the same rate, with a worse p99 (the reference sweep saw
+// 150 ms, then 374 ms at one rate), is that objective's evidence only. Read
+// as the last run at the bound, it made the larger objective search again.
+func TestSLOAtBoundIsTheBoundingSearchsVerdict(t *testing.T) {
+	opts := knee.Options{Confirm: true, MinGap: 1, GapFraction: 0.05}
+	row := func(seq int, slo, p99 float64) StepRow {
+		r := measuredRow(seq, 1000, knee.KindLadder, slo)
+		r.P99Ms = p99
+		return r
+	}
+	capacity := knee.Result{Done: true, Knee: 1000, Confirmed: true, CensoredAbove: true, Bound: 1000}
+	rows := []StepRow{row(0, 0, 150), row(1, 50, 374)}
+	results, pending, err := SLOSearches(rows, capacity, []float64{250, 50}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 1 || results[0].Status != SLOAtBound || results[0].KneeRPS != 1000 {
+		t.Errorf("250 ms: %+v, want met at the bound by the capacity search's run", results)
+	}
+	if pending == nil || pending.SLOMs != 50 {
+		t.Fatalf("pending %+v, want the 50 ms search going on", pending)
+	}
+
+	// A searched objective bounds the next one with its own runs: 10 ms is
+	// bounded by the 50 ms search, whose run at the bound had a p99 of
+	// 30 ms; the capacity search's run (8 ms) and the 250 ms search's
+	// (2 ms) at that rate do not decide it.
+	rows = []StepRow{row(0, 0, 8), row(1, 50, 30), row(2, 250, 2)}
+	results, pending, err = SLOSearches(rows, capacity, []float64{250, 50, 10}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 2 || results[1].Status != SLOSearched || pending == nil || pending.SLOMs != 10 {
+		t.Errorf("results %+v, pending %+v: want 10 ms searched under the 50 ms knee", results, pending)
+	}
+}

@@ -47,11 +47,10 @@ func (c *configRun) run(ctx context.Context) (err error) {
 		if done || err != nil {
 			return err
 		}
-		row, err := c.step(ctx, rate, kind)
+		row, err := c.step(ctx, rate, kind, sloMs)
 		if err != nil {
 			return err
 		}
-		row.SLOMs = sloMs
 		if err := c.journal.Append(row); err != nil {
 			return err
 		}
@@ -83,7 +82,7 @@ func (c *configRun) runBaselines(ctx context.Context, rates []int) (err error) {
 	}
 	for _, rate := range rates {
 		for try := 0; try < 2; try++ {
-			row, err := c.step(ctx, rate, dataset.KindBaseline)
+			row, err := c.step(ctx, rate, dataset.KindBaseline, 0)
 			if err != nil {
 				return err
 			}

@@ -35,8 +35,8 @@ const (
 // tail, with the proxy's CPU and request counters sampled at the window's
 // edges, then a cool-down. A step whose pre-check failed is recorded as
 // invalid without sending load.
-func (c *configRun) step(ctx context.Context, rate int, kind knee.Kind) (dataset.StepRow, error) {
-	row := c.newRow(rate, kind)
+func (c *configRun) step(ctx context.Context, rate int, kind knee.Kind, sloMs float64) (dataset.StepRow, error) {
+	row := c.newRow(rate, kind, sloMs)
 	if c.precheckOK != nil {
 		return c.invalid(row, c.precheckOK.Error()), nil
 	}
@@ -120,12 +120,15 @@ func (w *windowEdges) result() ([2]edgeSample, error) {
 	return [2]edgeSample{w.samples[0], w.samples[1]}, nil
 }
 
-func (c *configRun) newRow(rate int, kind knee.Kind) dataset.StepRow {
+// newRow starts the row of a step at rate for kind of search; sloMs is the
+// p99 objective of an SLO search's step (0: a capacity step), which its
+// verdict and validity are judged on.
+func (c *configRun) newRow(rate int, kind knee.Kind, sloMs float64) dataset.StepRow {
 	return dataset.StepRow{
 		SweepID: c.opts.SweepID, Round: c.round, ConfigID: c.cfg.ID(),
 		Flavor: c.cfg.Flavor, Tier: c.cfg.Tier, Shape: c.cfg.Shape,
 		ShapeBytes: len(c.shape.Body), ShapeFields: c.shape.Fields,
-		Seq: len(c.journal.Steps(c.round, c.cfg.ID())), Kind: string(kind),
+		Seq: len(c.journal.Steps(c.round, c.cfg.ID())), Kind: string(kind), SLOMs: sloMs,
 		TargetRPS: rate, Connections: c.opts.Plan.ConnectionsFor(rate),
 		WarmupS: c.opts.Plan.Warmup.Seconds(), MeasureS: c.opts.Plan.Measure.Seconds(),
 		StartedAt: time.Now().UTC(),
@@ -276,6 +279,9 @@ func failReasons(s knee.Step) []string {
 	}
 	if s.ErrorRatio() > knee.MaxErrorRatio {
 		reasons = append(reasons, fmt.Sprintf("error ratio %.4f > %.3f", s.ErrorRatio(), knee.MaxErrorRatio))
+	}
+	if s.MaxP99Ms > 0 && !(s.P99Ms <= s.MaxP99Ms) {
+		reasons = append(reasons, fmt.Sprintf("p99 %.2f ms is over the %g ms objective", s.P99Ms, s.MaxP99Ms))
 	}
 	return reasons
 }

@@ -1,13 +1,16 @@
 package sweep
 
 import (
+	"context"
 	"math"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
+	"github.com/wafsweep/wafsweep/orchestrator/knee"
 	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
 	"github.com/wafsweep/wafsweep/orchestrator/target"
@@ -129,5 +132,67 @@ func TestOlderSchemaIsNotResumed(t *testing.T) {
 	err := Run(t.Context(), Options{Plan: p, Target: deadTarget{1}, SweepID: "old", OutDir: out})
 	if err == nil || !strings.Contains(err.Error(), "dataset schema 1, this wafsweep writes schema 2") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// scriptedDeployment answers every load with one chosen window: the
+// load generator's side of a step, without sending load.
+type scriptedDeployment struct {
+	deadDeployment
+	window loadgen.Window
+}
+
+func (d scriptedDeployment) RunLoad(_ context.Context, s loadgen.Spec) (loadgen.Result, error) {
+	s.OnEdge(loadgen.WindowStart)
+	s.OnEdge(loadgen.WindowEnd)
+	w := d.window
+	return loadgen.Result{Completed: w.Completed, Window: &w, Duration: 2 * time.Second}, nil
+}
+
+func (d scriptedDeployment) Usage() (target.Usage, error) {
+	return target.Usage{BackendCPUSeconds: -1, ProxyThrottledSeconds: -1, StealSeconds: -1}, nil
+}
+
+// A step of an SLO search is judged on its objective when it is measured:
+// its verdict, reasons and validity in steps.csv are the ones its search
+// replays, not the capacity step's.
+func TestSLOStepIsJudgedOnItsObjective(t *testing.T) {
+	start := time.Now()
+	sustained := loadgen.Window{Start: start, End: start.Add(time.Second), Scheduled: 100, Completed: 100, OK: 100}
+	tests := []struct {
+		name         string
+		sloMs        float64
+		p99, lateMs  float64
+		want, reason string
+	}{
+		{"capacity step: p99 does not count", 0, 40, 3, dataset.VerdictPass, ""},
+		{"within its objective", 50, 40, 3, dataset.VerdictPass, ""},
+		{"over its objective", 10, 40, 0.5, dataset.VerdictFail, "p99 40.00 ms is over the 10 ms objective"},
+		{"the load generator late for the objective", 10, 5, 3, dataset.VerdictInvalid, "over 25% of the 10 ms objective"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := sustained
+			w.Corrected, w.Lateness = loadgen.Latency{P50Ms: 1, P99Ms: tc.p99}, loadgen.Latency{P99Ms: tc.lateMs}
+			p := tinyPlan()
+			p.MaxLoadgenLateness, p.MaxLoadgenDelay = plan.Default().MaxLoadgenLateness, plan.Default().MaxLoadgenDelay
+			journal, err := dataset.OpenJournal(filepath.Join(t.TempDir(), StepsFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer journal.Close()
+			c := &configRun{runner: &runner{opts: Options{Plan: p, SweepID: "test"}, journal: journal},
+				cfg: plan.Config{Flavor: plan.FlavorDirect, Tier: plan.TierNone, Shape: plan.ShapeGet}, deployed: scriptedDeployment{window: w}}
+			row, err := c.step(t.Context(), 100, knee.KindLadder, tc.sloMs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if row.SLOMs != tc.sloMs || row.Verdict != tc.want || row.Verdict != dataset.VerdictOf(row.KneeStep()) {
+				t.Errorf("slo %g ms, verdict %s %q, want %s", row.SLOMs, row.Verdict, row.Reasons, tc.want)
+			}
+			if got := strings.Join(row.Reasons, "; "); (tc.reason == "") != (got == "") || !strings.Contains(got, tc.reason) {
+				t.Errorf("reasons %q, want %q", got, tc.reason)
+			}
+		})
 	}
 }
