@@ -473,10 +473,6 @@ func (s *Stream) refuseTunnel(phase string) (d Decision, refused bool) {
 		Headers: append(s.denyHeaders(), s.grpcStatus(it.Status)...), Details: "corazawaf_tunnel_not_streamed", Verdict: v}}, true
 }
 
-// MarkReplied tells the stream a local reply was sent for it (by us, after
-// a failure), so its own response hooks do not inspect that reply.
-func (s *Stream) MarkReplied() { s.replied = true }
-
 // FailureReply is the fail-closed answer to an internal error.
 func (s *Stream) FailureReply() *LocalReply {
 	return s.localReply(s.settings.FailureStatus, "corazawaf_internal_error")

@@ -14,24 +14,23 @@ import (
 // it continue uninspected. f is nil when the panic came before the stream's
 // object was found.
 func onPanic[T any](f *httpFilter, s stream, hook string, recovered any, closed, open T) T {
-	if f != nil && f.failed {
-		return closedOrOpen(f, closed, open)
-	}
-	envoyLogger{}.Log(waf.LevelError, fmt.Sprintf("[corazawaf] panic in %s hook, stream answered by the failure mode: %v\n%s",
-		hook, recovered, debug.Stack()))
 	if f == nil {
+		logPanic(hook, recovered)
 		s.sendReply(&waf.LocalReply{Status: 500, Details: "corazawaf_panic"})
 		return closed
 	}
-	f.failed = true
-	if f.config != nil && f.config.metrics != nil && !f.complete {
+	failure := f.life.Fail()
+	if !failure.First {
+		return closedOrOpen(f, closed, open)
+	}
+	logPanic(hook, recovered)
+	if failure.Counted && f.config != nil && f.config.metrics != nil {
 		f.config.metrics.countError(s, "panic", 1)
 	}
 	if failOpen(f) {
 		return open
 	}
-	if !f.replied && !f.complete {
-		f.replied = true
+	if failure.ReplyOwed {
 		reply := &waf.LocalReply{Status: failureStatus(f)}
 		if f.stream != nil {
 			reply = f.stream.FailureReply() // in gRPC form for a gRPC request
@@ -40,6 +39,11 @@ func onPanic[T any](f *httpFilter, s stream, hook string, recovered any, closed,
 		s.sendReply(reply)
 	}
 	return closed
+}
+
+func logPanic(hook string, recovered any) {
+	envoyLogger{}.Log(waf.LevelError, fmt.Sprintf("[corazawaf] panic in %s hook, stream answered by the failure mode: %v\n%s",
+		hook, recovered, debug.Stack()))
 }
 
 // endTransaction ends the stream's transaction away from stream_complete

@@ -8,6 +8,7 @@ import "C"
 import (
 	"fmt"
 
+	"github.com/wafsweep/wafsweep/filter/internal/lifecycle"
 	"github.com/wafsweep/wafsweep/filter/waf"
 )
 
@@ -104,7 +105,7 @@ func envoy_dynamic_module_on_http_filter_request_headers(envoyPtr C.envoy_dynami
 		}
 	}()
 	f = objectOf[httpFilter](modulePtr)
-	if f.failed {
+	if f.life.Failed() {
 		return closedOrOpen(f, reqHeadersStop, reqHeadersContinue)
 	}
 	var route *waf.Route
@@ -115,6 +116,7 @@ func envoy_dynamic_module_on_http_filter_request_headers(envoyPtr C.envoy_dynami
 	if f.stream, err = f.config.filter.NewStream(route); err != nil {
 		panic(fmt.Errorf("starting the stream: %w", err))
 	}
+	f.next(lifecycle.Start)
 	d := f.stream.OnRequestHeaders(s.requestHead(bool(endOfStream)))
 	if id := f.stream.TransactionID(); id != "" {
 		// The access log can then join Envoy's line to the WAF's.
@@ -134,18 +136,18 @@ func envoy_dynamic_module_on_http_filter_request_body(envoyPtr C.envoy_dynamic_m
 		}
 	}()
 	f = objectOf[httpFilter](modulePtr)
-	if f.failed {
+	if f.life.Failed() {
 		return closedOrOpen(f, reqBodyStop, reqBodyContinue)
 	}
 	f.restoreBufferLimit(s)
-	if f.pending != nil {
+	if f.life.OwnedByInspectionThread() {
 		return reqBodyWatermark // nothing passes before the verdict
 	}
-	if f.stream == nil || f.replied {
+	if !f.life.Inspects() {
 		return reqBodyContinue
 	}
 	d := f.settle(s, f.stream.OnRequestBody(s.bodyFrames(C.BODY_RECEIVED_REQUEST), bool(endOfStream)))
-	if f.pending != nil {
+	if f.life.OwnedByInspectionThread() {
 		return reqBodyWatermark
 	}
 	return pickBody(f.apply(s, d), reqBodyContinue, reqBodyBuffer, reqBodyStop)
@@ -162,13 +164,13 @@ func envoy_dynamic_module_on_http_filter_request_trailers(envoyPtr C.envoy_dynam
 		}
 	}()
 	f = objectOf[httpFilter](modulePtr)
-	if f.failed {
+	if f.life.Failed() {
 		return closedOrOpen(f, reqTrailersStop, reqTrailersContinue)
 	}
-	if f.pending != nil {
+	if f.life.OwnedByInspectionThread() {
 		return reqTrailersStop
 	}
-	if f.stream == nil || f.replied {
+	if !f.life.Inspects() {
 		return reqTrailersContinue
 	}
 	return pick(f.apply(s, f.settle(s, f.stream.OnRequestTrailers())), reqTrailersContinue, reqTrailersStop)
@@ -185,7 +187,7 @@ func envoy_dynamic_module_on_http_filter_response_headers(envoyPtr C.envoy_dynam
 		}
 	}()
 	f = objectOf[httpFilter](modulePtr)
-	if f.passesResponse() {
+	if !f.life.Inspects() {
 		return respHeadersContinue
 	}
 	code, headers := s.responseHead()
@@ -204,7 +206,7 @@ func envoy_dynamic_module_on_http_filter_response_body(envoyPtr C.envoy_dynamic_
 		}
 	}()
 	f = objectOf[httpFilter](modulePtr)
-	if f.passesResponse() {
+	if !f.life.Inspects() {
 		return respBodyContinue
 	}
 	f.restoreBufferLimit(s)
@@ -223,7 +225,7 @@ func envoy_dynamic_module_on_http_filter_response_trailers(envoyPtr C.envoy_dyna
 		}
 	}()
 	f = objectOf[httpFilter](modulePtr)
-	if f.passesResponse() {
+	if !f.life.Inspects() {
 		return respTrailersContinue
 	}
 	return pick(f.apply(s, f.stream.OnResponseTrailers()), respTrailersContinue, respTrailersStop)
@@ -241,18 +243,16 @@ func envoy_dynamic_module_on_http_filter_stream_complete(envoyPtr C.envoy_dynami
 	defer func() {
 		if r := recover(); r != nil {
 			onPanic(f, s, "stream_complete", r, 0, 0)
-			f.release() // Complete broke off: the transaction is still open
+			if f != nil && !f.life.OwnedByInspectionThread() {
+				f.release() // Complete broke off: the transaction is still open
+			}
 		}
 	}()
 	f = objectOf[httpFilter](modulePtr)
-	if f.complete {
+	if f.life.Ended() || !f.end() {
 		return
 	}
-	f.complete = true
-	if f.stream == nil || f.abandonInspection() {
-		return
-	}
-	if f.failed {
+	if f.life.Broken() {
 		f.release()
 		return
 	}
@@ -268,12 +268,23 @@ func envoy_dynamic_module_on_http_filter_destroy(modulePtr C.envoy_dynamic_modul
 	defer recoverQuietly("http_filter_destroy")
 	f := objectOf[httpFilter](modulePtr)
 	defer deleteHandle(modulePtr)
-	if !f.complete && f.stream != nil && !f.abandonInspection() {
+	if !f.life.Ended() && f.end() {
 		// Envoy always reports completion first; this only guards against a
 		// transaction staying open (or an inspection committing to a
 		// stream that is gone) if it ever does not.
-		f.endTransaction(f.failed)
+		f.endTransaction(f.life.Broken())
 	}
+}
+
+// end records that Envoy completed the stream, and reports whether the
+// worker ends its transaction: not when there is none, nor when an
+// inspection thread still owns the stream (it ends it when done).
+func (f *httpFilter) end() (workerEnds bool) {
+	if f.life.OwnedByInspectionThread() && !f.abandonInspection() {
+		f.next(lifecycle.Resume) // the thread was done: the stream is the worker's again
+	}
+	f.next(lifecycle.End)
+	return f.stream != nil && f.life.Phase() != lifecycle.Abandoned
 }
 
 // apply carries out a decision's side effects and reports the action left
@@ -281,16 +292,13 @@ func envoy_dynamic_module_on_http_filter_destroy(modulePtr C.envoy_dynamic_modul
 func (f *httpFilter) apply(s stream, d waf.Decision) waf.Action {
 	switch d.Action {
 	case waf.Hold:
-		if previous := s.raiseBufferLimit(d.BufferLimit); previous != 0 {
-			f.restoreLimit = previous
-		}
+		f.life.Raised(s.raiseBufferLimit(d.BufferLimit))
 	case waf.Continue:
 		// Once the verdict is in, the rest of the stream needs no large
-		// buffer. The limit cannot drop in this hook (Envoy still holds the
-		// released body and would answer 413), so the next frame restores it.
-		f.restorePending = f.restoreLimit != 0
+		// buffer (restored at the next frame).
+		f.life.Released()
 	case waf.Reply:
-		f.replied = true
+		f.next(lifecycle.Reply)
 		if v := d.Reply.Verdict; v != nil {
 			ns := f.namespace()
 			s.setMetadataNumber(ns, "rule_id", float64(v.RuleID))
@@ -303,21 +311,12 @@ func (f *httpFilter) apply(s stream, d waf.Decision) waf.Action {
 	return d.Action
 }
 
-// passesResponse reports whether the response hooks let the response
-// through untouched: after a failure, for our own local replies (they pass
-// through the encoder chain too), for Envoy's replies while an inspection
-// runs off the worker (a timeout), and when no transaction was started.
-func (f *httpFilter) passesResponse() bool {
-	return f.failed || f.replied || f.stream == nil || f.pending != nil
-}
-
 // restoreBufferLimit puts back Envoy's own buffer limit after a held body
 // was released, so flow control (not a WAF-sized buffer) paces the rest of
 // a large body.
 func (f *httpFilter) restoreBufferLimit(s stream) {
-	if f.restorePending {
-		s.setBufferLimit(f.restoreLimit)
-		f.restorePending, f.restoreLimit = false, 0
+	if limit, due := f.life.RestoreDue(); due {
+		s.setBufferLimit(limit)
 	}
 }
 

@@ -8,6 +8,7 @@ import "C"
 import (
 	"runtime/cgo"
 
+	"github.com/wafsweep/wafsweep/filter/internal/lifecycle"
 	"github.com/wafsweep/wafsweep/filter/internal/offload"
 	"github.com/wafsweep/wafsweep/filter/waf"
 )
@@ -31,18 +32,20 @@ type routeConfig struct {
 type httpFilter struct {
 	config *filterConfig
 	stream *waf.Stream // created on request headers, once the route is known
-	// failed is set after a panic: later hooks take the failure path
-	// without touching the WAF again, and the panic is logged only once.
-	failed   bool
-	replied  bool // a local reply was sent for this stream
-	complete bool // stream_complete ran
-	// restoreLimit is Envoy's buffer limit from before the filter raised it
-	// to hold a body for inspection (0: not raised).
-	restoreLimit   uint64
-	restorePending bool // the body was released: restore on the next frame
-	// pending is the request inspection running on a pool thread, if any:
-	// until it is back, the pool thread owns stream.
-	pending *inspection
+	// life is where the stream is: every hook asks it whether to touch the
+	// WAF, and tells it what happened (see package lifecycle).
+	life lifecycle.Stream
+	// inspection is the request inspection an inspection thread owns while
+	// life says so: the hand-over of its verdict.
+	inspection *inspection
+}
+
+// next moves the stream's lifecycle on. A refused transition is a bug of
+// the module's: the panic barrier answers it by the failure mode.
+func (f *httpFilter) next(e lifecycle.Event) {
+	if err := f.life.Next(e); err != nil {
+		panic(err)
+	}
 }
 
 // Module pointers, as Envoy stores them, are cgo.Handle values; abi.h

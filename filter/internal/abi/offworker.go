@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/wafsweep/wafsweep/filter/internal/cpulimit"
+	"github.com/wafsweep/wafsweep/filter/internal/lifecycle"
 	"github.com/wafsweep/wafsweep/filter/internal/offload"
 	"github.com/wafsweep/wafsweep/filter/waf"
 )
@@ -25,17 +26,21 @@ import (
 // the verdict and resumes (or answers) the stream.
 //
 // While an inspection is in flight its stream belongs to the pool thread:
-// worker hooks leave the stream alone (httpFilter.pending is set), and if
+// worker hooks leave the stream alone (its lifecycle says so), and if
 // Envoy completes the stream first (a reset, a timeout), whoever finishes
 // last of the two closes the transaction (offload.Claim); an inspection
 // still queued then is skipped.
 
 // inspection is one deferred request inspection. The claim says who owns
 // the stream; result and panicked are set when the claim is done.
+// workerBroken is set by the worker before it abandons the stream: a panic
+// on the worker broke the stream's inspection, so the pool thread closes
+// the transaction without its logging phase.
 type inspection struct {
-	claim    offload.Claim
-	result   waf.Decision
-	panicked *offWorkerPanic
+	claim        offload.Claim
+	result       waf.Decision
+	panicked     *offWorkerPanic
+	workerBroken bool
 }
 
 // offWorkerPanic carries a panic from a pool thread to the worker, with
@@ -109,12 +114,14 @@ func (f *httpFilter) offload(s stream, work func() waf.Decision) bool {
 	}
 	scheduler := C.envoy_dynamic_module_callback_http_filter_scheduler_new(s.ptr)
 	in := &inspection{}
-	f.pending = in
 	if err := pool.TrySubmit(func() { f.inspect(in, work, scheduler) }, f.config.settings.OffWorker.QueueLength); err != nil {
-		f.pending = nil
 		C.envoy_dynamic_module_callback_http_filter_scheduler_delete(scheduler)
 		return false
 	}
+	// The resumption runs on this worker, after this hook: the thread may
+	// have begun, but the worker's view changes here.
+	f.inspection = in
+	f.next(lifecycle.Defer)
 	f.config.metrics.countOffWorker(s, "pool")
 	return true
 }
@@ -130,12 +137,14 @@ func (f *httpFilter) inspect(in *inspection, work func() waf.Decision, scheduler
 		if (envoyLogger{}).Enabled(waf.LevelDebug) {
 			envoyLogger{}.Log(waf.LevelDebug, "[corazawaf] queued inspection skipped: the stream ended first")
 		}
-		f.closeAbandoned(false)
+		f.endTransaction(in.workerBroken) // its metrics are lost with the stream
 		return
 	}
 	result, panicked := runRecovered(work)
 	if f.commit(in, result, panicked, scheduler) {
-		f.closeAbandoned(panicked != nil)
+		// Envoy completed the stream meanwhile; after a panic the
+		// transaction is closed without the logging phase.
+		f.endTransaction(panicked != nil || in.workerBroken)
 	}
 }
 
@@ -168,36 +177,34 @@ func runRecovered(work func() waf.Decision) (d waf.Decision, p *offWorkerPanic) 
 	return work(), nil
 }
 
-// closeAbandoned ends the transaction of a stream Envoy completed while it
-// was being inspected; after a panic in the inspection, without the
-// logging phase. Its metrics are lost with the stream.
-func (f *httpFilter) closeAbandoned(panicked bool) {
-	f.endTransaction(panicked || f.failed)
-}
-
-// abandonInspection is called when Envoy completes a stream. It reports
-// whether the pool thread still owns the stream (it then closes it).
+// abandonInspection is called when Envoy completes a stream an inspection
+// thread owns. It reports whether the thread still owns it (and then
+// closes it); false when the thread was done.
 func (f *httpFilter) abandonInspection() (ownedByPool bool) {
-	in := f.pending
-	if in == nil {
-		return false
-	}
+	in := f.inspection
+	in.workerBroken = f.life.Broken() // read by the thread after Abandon's lock
 	if in.claim.Abandon() {
 		return true
 	}
-	f.pending = nil
+	f.inspection = nil
 	return false
 }
 
 // resume acts, on the worker, on the verdict of an inspection that ran on a
 // pool thread, and lets the request go on unless it was answered.
 func (f *httpFilter) resume(s stream) {
-	in := f.pending
-	if in == nil || f.complete {
-		return
+	in := f.inspection
+	if !f.life.OwnedByInspectionThread() || f.life.Ended() || !in.claim.Done() {
+		return // never: the pool schedules resumption once done, and only then
 	}
-	f.pending = nil
-	if !in.claim.Done() { // never: the pool schedules resumption once done
+	f.inspection = nil
+	f.next(lifecycle.Resume)
+	if f.life.Failed() {
+		// A worker hook panicked meanwhile; the failure mode answered
+		// then (fail-closed), or lets the request through now (fail-open).
+		if failOpen(f) {
+			s.continueDecoding()
+		}
 		return
 	}
 	result, panicked := in.result, in.panicked
