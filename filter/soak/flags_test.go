@@ -3,6 +3,8 @@ package soak
 import (
 	"flag"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -26,4 +28,19 @@ func outputDir(t *testing.T) string {
 		t.Fatalf("soak output directory: %v", err)
 	}
 	return *soakOut
+}
+
+// shownPath names an output path in the log relative to the repository
+// when it is inside it: the log is committed with the soak's results, and
+// the machine's paths have no place there.
+func shownPath(path string) string {
+	wd, err := os.Getwd() // the package's directory, filter/soak
+	if err != nil {
+		return path
+	}
+	rel, err := filepath.Rel(filepath.Join(wd, "..", ".."), path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return path
+	}
+	return rel
 }

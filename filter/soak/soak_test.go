@@ -30,7 +30,7 @@ func TestSoak(t *testing.T) {
 	measured.stop(t)
 	p := startProxy(t)
 	rate := soakFraction * float64(kneeRPS)
-	t.Logf("knee of the mix %d RPS; soaking at %.0f RPS for %v, output in %s", kneeRPS, rate, duration, out)
+	t.Logf("knee of the mix %d RPS; soaking at %.0f RPS for %v, output in %s", kneeRPS, rate, duration, shownPath(out))
 
 	before, err := p.envoy.Stats(t.Context())
 	if err != nil {

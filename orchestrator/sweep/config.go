@@ -38,6 +38,11 @@ func (c *configRun) run(ctx context.Context) (err error) {
 		if c.deployed != nil {
 			err = errors.Join(err, c.deployed.Teardown())
 		}
+		// What the configuration ran with stays, without the machine's
+		// paths: the processes that needed them are gone.
+		if _, statErr := os.Stat(c.runDir()); statErr == nil {
+			err = errors.Join(err, dataset.MakePortable(c.runDir(), c.roots))
+		}
 	}()
 	if err := c.deploy(ctx); err != nil {
 		return err

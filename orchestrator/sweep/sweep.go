@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
+	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
 	"github.com/wafsweep/wafsweep/orchestrator/knee"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
 	"github.com/wafsweep/wafsweep/orchestrator/report"
@@ -63,6 +64,11 @@ func Run(ctx context.Context, opts Options) error {
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return err
 	}
+	roots := machineRoots(opts.OutDir)
+	opts.CommandLine = slices.Clone(opts.CommandLine)
+	for i, arg := range opts.CommandLine {
+		opts.CommandLine[i] = dataset.PortableText(arg, roots)
+	}
 	// The metadata first: it says whether steps.csv is of a schema this
 	// sweep can resume.
 	meta, err := startMetadata(opts)
@@ -74,7 +80,7 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer journal.Close()
-	r := &runner{opts: opts, journal: journal, meta: meta, progress: newProgress(opts.Plan, journal, opts.Progress)}
+	r := &runner{opts: opts, journal: journal, meta: meta, progress: newProgress(opts.Plan, journal, opts.Progress), roots: roots}
 	runErr := r.rounds(ctx)
 	if err := r.writeOutputs(runErr == nil); err != nil {
 		return errors.Join(runErr, err)
@@ -87,6 +93,18 @@ type runner struct {
 	journal  *dataset.Journal
 	meta     dataset.Metadata
 	progress *progress
+	roots    []dataset.PathRoot // the machine's paths, kept out of the dataset
+}
+
+// machineRoots are the paths of this machine that the dataset's files
+// must not name (see dataset.MakePortable). The repository is the one the
+// sweep runs from, when it does.
+func machineRoots(outDir string) []dataset.PathRoot {
+	repo, err := envoyproc.RepoRoot()
+	if err != nil {
+		repo = ""
+	}
+	return dataset.MachineRoots(outDir, repo)
 }
 
 func (r *runner) rounds(ctx context.Context) error {

@@ -125,6 +125,34 @@ func TestTinySweepThroughRealEnvoy(t *testing.T) {
 	if err != nil || meta.FinishedAt.IsZero() || meta.CoreAssignment["proxy"] == "" {
 		t.Fatalf("metadata: %+v %v", meta, err)
 	}
+	assertPortable(t, out)
+}
+
+// assertPortable checks that what a sweep left in out names none of the
+// machine's paths, while the configurations' files are there to be read.
+func assertPortable(t *testing.T, out string) {
+	t.Helper()
+	roots := machineRoots(out)
+	var envoyConfigs int
+	err := filepath.WalkDir(out, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasSuffix(path, ".gz") {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if filepath.Base(path) == "envoy.json" {
+			envoyConfigs++
+		}
+		if found := dataset.FindMachinePaths(data, roots); len(found) > 0 {
+			t.Errorf("%s names machine paths: %q", path, found)
+		}
+		return nil
+	})
+	if err != nil || envoyConfigs == 0 {
+		t.Errorf("walking %s: %v (%d Envoy configurations)", out, err, envoyConfigs)
+	}
 }
 
 // An interrupted sweep keeps its finished steps; the same call resumes it
