@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -99,4 +100,39 @@ func threadCPU() (time.Duration, error) {
 func busyWall(d time.Duration) {
 	for end := time.Now().Add(d); time.Now().Before(end); {
 	}
+}
+
+// ParseCost reads the String form back, as a dataset's metadata has it.
+func ParseCost(s string) (Cost, error) {
+	var cpu, sleep string
+	if _, err := fmt.Sscanf(s, "cpu=%s sleep=%s", &cpu, &sleep); err != nil {
+		return Cost{}, fmt.Errorf("backend cost %q: %w (want cpu=<duration> sleep=<duration>)", s, err)
+	}
+	var c Cost
+	var err error
+	if c.CPU, err = time.ParseDuration(cpu); err == nil {
+		c.Sleep, err = time.ParseDuration(sleep)
+	}
+	if err != nil {
+		return Cost{}, fmt.Errorf("backend cost %q: %w", s, err)
+	}
+	return c, c.Validate()
+}
+
+// calibrationNote starts the note a calibration backend leaves in a
+// sweep's metadata.
+const calibrationNote = "calibration backend: "
+
+// Note is what a sweep's metadata says of a calibration backend.
+func (c Cost) Note() string { return calibrationNote + c.String() + " per request" }
+
+// CostFromNotes finds a calibration backend's cost among a sweep's notes.
+func CostFromNotes(notes []string) (Cost, bool) {
+	for _, n := range notes {
+		if s, ok := strings.CutPrefix(n, calibrationNote); ok {
+			c, err := ParseCost(strings.TrimSuffix(s, " per request"))
+			return c, err == nil
+		}
+	}
+	return Cost{}, false
 }

@@ -55,3 +55,28 @@ func TestNegativeCostIsRejected(t *testing.T) {
 		t.Error("a negative CPU cost started a backend")
 	}
 }
+
+func TestParseCostReadsItsString(t *testing.T) {
+	for _, c := range []Cost{{CPU: 4 * time.Millisecond}, {Sleep: 50 * time.Millisecond}, {CPU: 1500 * time.Microsecond, Sleep: time.Second}} {
+		got, err := ParseCost(c.String())
+		if err != nil || got != c {
+			t.Errorf("%s: %+v %v", c, got, err)
+		}
+	}
+	for _, bad := range []string{"", "cpu=4ms", "cpu=x sleep=0s", "cpu=-1ms sleep=0s"} {
+		if _, err := ParseCost(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func TestCostFromNotesFindsTheNote(t *testing.T) {
+	c := Cost{CPU: 4 * time.Millisecond}
+	got, ok := CostFromNotes([]string{"other", c.Note(), "resumed at ..."})
+	if !ok || got != c {
+		t.Errorf("%+v %v", got, ok)
+	}
+	if _, ok := CostFromNotes([]string{"other"}); ok {
+		t.Error("found a cost in no note")
+	}
+}

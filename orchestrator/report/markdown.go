@@ -46,7 +46,7 @@ func renderMarkdown(meta dataset.Metadata, steps []dataset.StepRow, knees, summa
 	}
 	fmt.Fprintf(&b, "# %s\n\n", mdText(title))
 	writeSmokeWarning(&b, meta)
-	writePlannerTable(&b, meta, slo)
+	writePlannerTable(&b, "## Capacity at each p99 objective", meta, slo)
 	writeKneeTable(&b, steps, summary)
 	writeMethod(&b, summary, descentFloor(meta, steps))
 	writeRoundTable(&b, knees)

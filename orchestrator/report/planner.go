@@ -18,8 +18,10 @@ const plannerTarget = 10000
 // writePlannerTable opens the report with what a capacity planner reads
 // first: per configuration and p99 objective, the highest rate met and the
 // cores per 1k RPS it costs there (the aggregate slo_knees.csv rows).
-func writePlannerTable(b *bytes.Buffer, meta dataset.Metadata, slo []dataset.SLOKneeRow) {
-	b.WriteString("## Capacity at each p99 objective\n\n")
+func writePlannerTable(b *bytes.Buffer, heading string, meta dataset.Metadata, slo []dataset.SLOKneeRow) {
+	if heading != "" {
+		b.WriteString(heading + "\n\n")
+	}
 	rows := aggregateSLORows(slo)
 	if len(rows) == 0 {
 		b.WriteString("> No SLO knees were searched in this sweep.\n\n")

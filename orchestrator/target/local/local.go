@@ -147,7 +147,7 @@ func (l *Local) Describe() target.Description {
 		"backend": procstat.FormatCPUList(l.opts.BackendCPUs),
 	}}
 	if !l.opts.BackendCost.IsZero() {
-		d.Notes = append(d.Notes, "calibration backend: "+l.opts.BackendCost.String()+" per request")
+		d.Notes = append(d.Notes, l.opts.BackendCost.Note())
 	}
 	if len(l.opts.BackendCommand) == 0 {
 		d.Notes = append(d.Notes, "backend ran inside the load generator's process: backend saturation is not checked")

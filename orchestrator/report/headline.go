@@ -1,0 +1,115 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/wafsweep/wafsweep/orchestrator/backend"
+	"github.com/wafsweep/wafsweep/orchestrator/dataset"
+	"github.com/wafsweep/wafsweep/orchestrator/procstat"
+)
+
+// Headline renders what the project's README quotes from a committed
+// dataset: what was measured, the planner's table when the sweep searched
+// SLO knees, the knee table, and the achieved-rate plot of its first
+// panel. It reads only the dataset's files, so the README's figures are
+// regenerated from them (make readme-figures) and a test can tell when
+// they are not. shownDir is how the README names the dataset's directory.
+func Headline(dir, shownDir string) ([]byte, error) {
+	meta, err := dataset.ReadMetadata(filepath.Join(dir, "metadata.json"))
+	if err != nil {
+		return nil, err
+	}
+	steps, err := dataset.ReadSteps(filepath.Join(dir, "steps.csv"))
+	if err != nil {
+		return nil, err
+	}
+	knees, err := dataset.ReadKnees(filepath.Join(dir, "knees.csv"))
+	if err != nil {
+		return nil, err
+	}
+	slo, err := dataset.ReadSLOKnees(filepath.Join(dir, "slo_knees.csv"))
+	if err != nil {
+		return nil, err
+	}
+	summary := summaryKnees(knees)
+	sortByConfig(summary, flavorOrder(steps, summary))
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "**`%s`** (%s, %s of %s windows", shownDir, meta.Target, count(meta.Plan.Rounds, "round"), meta.Plan.Measure)
+	if !meta.FinishedAt.IsZero() {
+		fmt.Fprintf(&b, ", finished %s", meta.FinishedAt.Format("2006-01-02"))
+	}
+	b.WriteString(")")
+	if line := calibrationLine(meta, summary); line != "" {
+		b.WriteString(": " + line)
+	}
+	b.WriteString("\n\n")
+	if len(aggregateSLORows(slo)) > 0 {
+		writePlannerTable(&b, "", meta, slo)
+	}
+	writeTableHeader(&b, []string{"Config", "Knee RPS", "Rounds (min-max)", "Cores per 1k RPS at the knee", "p50 ms at the knee", "p99 ms at the knee"})
+	for _, k := range summary {
+		writeTableRow(&b, []string{"`" + k.ConfigID + "`", kneeText(k), roundsText(k),
+			fmtNum(k.CoresPer1kAtKnee, 2), fmtNum(k.P50MsAtKnee, 1), fmtNum(k.P99MsAtKnee, 1)})
+	}
+	b.WriteString("\n")
+	if panels := panelPlots(steps, summary, flavorOrder(steps, summary)); len(panels) > 0 {
+		p := panels[0].plots[0]
+		fmt.Fprintf(&b, "![%s](%s)\n", mdText(p.title), path.Join(shownDir, "plots", p.file))
+	}
+	return b.Bytes(), nil
+}
+
+func roundsText(k dataset.KneeRow) string {
+	if k.Rounds <= 1 {
+		return strconv.Itoa(k.Rounds)
+	}
+	return fmt.Sprintf("%d (%s-%s)", k.Rounds, fmtNum(k.KneeMinRPS, 0), fmtNum(k.KneeMaxRPS, 0))
+}
+
+// calibrationLine states a calibration sweep's known answer beside what
+// it measured: the backend's note in the metadata gives its cost per
+// request, its core assignment how many CPUs serve it.
+func calibrationLine(meta dataset.Metadata, summary []dataset.KneeRow) string {
+	cost, ok := backend.CostFromNotes(meta.Notes)
+	if !ok || len(summary) != 1 {
+		return ""
+	}
+	k := summary[0]
+	var parts []string
+	if cost.CPU > 0 {
+		cpus, err := procstat.ParseCPUList(meta.CoreAssignment["backend"])
+		if err != nil || len(cpus) == 0 {
+			return ""
+		}
+		capacity := float64(len(cpus)) / cost.CPU.Seconds()
+		perK := 1000 * cost.CPU.Seconds()
+		parts = append(parts, fmt.Sprintf("a backend burning %s of CPU per request on %s: known capacity %s RPS, "+
+			"measured knee %s (%s); known cost %s cores per 1k RPS, measured %s at the knee (%s)",
+			cost.CPU, count(len(cpus), "CPU"), fmtNum(capacity, 0), kneeText(k), relative(float64(k.KneeRPS), capacity),
+			fmtNum(perK, 2), fmtNum(k.CoresPer1kAtKnee, 2), relative(k.CoresPer1kAtKnee, perK)))
+	}
+	if cost.Sleep > 0 {
+		known := float64(cost.Sleep.Microseconds()) / 1000
+		parts = append(parts, fmt.Sprintf("a backend sleeping %s per request: known latency %s ms, measured p50 %s ms "+
+			"and p99 %s ms at the knee (%s, %s)", cost.Sleep, fmtNum(known, 1), fmtNum(k.P50MsAtKnee, 1),
+			fmtNum(k.P99MsAtKnee, 1), relative(k.P50MsAtKnee, known), relative(k.P99MsAtKnee, known)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func relative(measured, known float64) string {
+	return fmt.Sprintf("%+.1f%%", 100*(measured-known)/known)
+}
+
+// count is "1 round", "3 rounds".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
