@@ -105,6 +105,7 @@ func envoy_dynamic_module_on_http_filter_request_headers(envoyPtr C.envoy_dynami
 		}
 	}()
 	f = objectOf[httpFilter](modulePtr)
+	keepWorkerP() // once per request is often enough under traffic
 	if f.life.Failed() {
 		return closedOrOpen(f, reqHeadersStop, reqHeadersContinue)
 	}
