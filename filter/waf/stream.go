@@ -421,12 +421,12 @@ func (s *Stream) Complete() Outcome {
 	s.startTimer()
 	s.tx.ProcessLogging()
 	s.outcome.AccelDisagreements = s.engine.finishTransaction(s.tx)
-	label := s.txLabel()
+	id := s.tx.ID() // Close returns the transaction to Coraza's pool
 	err := s.tx.Close()
 	s.tx = nil // closed: nothing may close it again (see Release)
 	if err != nil {
 		s.outcome.Errors++
-		s.logf(LevelWarn, "closing %s: %v", label, err)
+		s.logf(LevelWarn, "closing %s: %v", transactionLabel(id, s.clientRequestID), err)
 	}
 	s.stopTimer()
 	return s.outcome
@@ -597,8 +597,10 @@ func (s *Stream) TransactionID() string {
 
 // txLabel names the transaction in log lines, with the client's
 // x-request-id as a field of its own.
-func (s *Stream) txLabel() string {
-	return "transaction " + s.tx.ID() + " (x-request-id " + loggedRequestID(s.clientRequestID) + ")"
+func (s *Stream) txLabel() string { return transactionLabel(s.tx.ID(), s.clientRequestID) }
+
+func transactionLabel(id, clientRequestID string) string {
+	return "transaction " + id + " (x-request-id " + loggedRequestID(clientRequestID) + ")"
 }
 
 func (s *Stream) startTimer() { s.inspectionStart = time.Now() }
