@@ -331,10 +331,22 @@ func (s *Stream) writeLastFrame(part []byte) Decision {
 	return s.finishRequest()
 }
 
+// InspectsRequest reports whether the stream runs a transaction (the WAF
+// is on for its route): the caller then gathers RequestHead, which costs
+// a dozen calls into Envoy.
+func (s *Stream) InspectsRequest() bool { return s.engine != nil }
+
+// InspectsResponse reports whether OnResponseHeaders has work to do: a
+// running transaction that inspects responses and was not answered. The
+// caller need not gather the response headers otherwise.
+func (s *Stream) InspectsResponse() bool {
+	return s.tx != nil && !s.replied && *s.settings.InspectResponse && !s.tx.IsInterrupted()
+}
+
 // OnResponseHeaders runs phase 3 and decides whether the body is inspected.
 func (s *Stream) OnResponseHeaders(status int, headers []Header, endOfStream bool) Decision {
 	s.testPanic("response_headers")
-	if s.tx == nil || s.replied || !*s.settings.InspectResponse || s.tx.IsInterrupted() {
+	if !s.InspectsResponse() {
 		return Decision{}
 	}
 	s.startTimer()

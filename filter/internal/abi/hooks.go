@@ -118,6 +118,9 @@ func envoy_dynamic_module_on_http_filter_request_headers(envoyPtr C.envoy_dynami
 		panic(fmt.Errorf("starting the stream: %w", err))
 	}
 	f.next(lifecycle.Start)
+	if !f.stream.InspectsRequest() {
+		return reqHeadersContinue // WAF off for the route (counted as bypassed when it completes)
+	}
 	d := f.stream.OnRequestHeaders(s.requestHead(bool(endOfStream)))
 	if id := f.stream.TransactionID(); id != "" {
 		// The access log can then join Envoy's line to the WAF's.
@@ -188,7 +191,7 @@ func envoy_dynamic_module_on_http_filter_response_headers(envoyPtr C.envoy_dynam
 		}
 	}()
 	f = objectOf[httpFilter](modulePtr)
-	if !f.life.Inspects() {
+	if !f.life.Inspects() || !f.stream.InspectsResponse() {
 		return respHeadersContinue
 	}
 	code, headers := s.responseHead()
