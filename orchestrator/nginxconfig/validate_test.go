@@ -34,6 +34,9 @@ func TestEveryTierLoadsInModSecurity(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tier := range plan.Tiers() {
+		if tier == plan.TierModuleOff {
+			continue // the corazawaf module's own tier: no rules to translate
+		}
 		t.Run(tier, func(t *testing.T) {
 			dir := t.TempDir()
 			cfg := modsecrules.FilterConfig{Directives: []string{"Include " + filepath.Join(rulesets, tier+".conf")}}

@@ -16,7 +16,11 @@ const (
 
 // Tiers: how much of the rule set is loaded. They only apply to WAF flavors.
 const (
-	TierNone         = "none" // the only tier of flavors without a WAF
+	TierNone = "none" // the only tier of flavors without a WAF
+	// TierModuleOff loads the module with mode off and no rule: what the
+	// module costs in front of a stream before Coraza runs at all. Only
+	// the module's flavors have it.
+	TierModuleOff    = "module-off"
 	TierHeadersOnly  = "headers-only"
 	TierTargeted     = "targeted"
 	TierFullCRS      = "full-crs"
@@ -45,7 +49,7 @@ func Flavors() []string {
 // implied for flavors without a WAF and never requested in a plan).
 func Tiers() []string {
 	return []string{
-		TierHeadersOnly, TierTargeted, TierFullCRS,
+		TierModuleOff, TierHeadersOnly, TierTargeted, TierFullCRS,
 		TierFullCRSPL1, TierFullCRSPL2, TierFullCRSPL3, TierFullCRSPL4, TierFullCRSAudit,
 	}
 }

@@ -65,7 +65,7 @@ func TestValidate(t *testing.T) {
 		{"duplicate flavor", func(p *Plan) { p.Flavors = []string{"waf", "waf"} },
 			[]string{`flavor "waf" listed twice`}},
 		{"no flavors", func(p *Plan) { p.Flavors = nil }, []string{"no flavors: list at least one of"}},
-		{"unknown tier", func(p *Plan) { p.Tiers = []string{"full"} }, []string{`unknown tier "full": use one of headers-only`}},
+		{"unknown tier", func(p *Plan) { p.Tiers = []string{"full"} }, []string{`unknown tier "full": use one of module-off, headers-only`}},
 		{"tier none", func(p *Plan) { p.Tiers = []string{"none", "targeted"} }, []string{`tier "none" is implied`}},
 		{"waf without tiers", func(p *Plan) { p.Tiers = nil }, []string{"no tiers"}},
 		{"unknown shape", func(p *Plan) { p.Shapes = []string{"xml"} }, []string{`unknown shape "xml"`}},

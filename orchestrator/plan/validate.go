@@ -53,6 +53,10 @@ func (p Plan) checkTiers() []error {
 	if len(requested) == 0 && !slices.ContainsFunc(p.Flavors, HasWAF) {
 		return errs // no WAF flavor: no tier needed
 	}
+	if slices.Contains(requested, TierModuleOff) && slices.Contains(p.Flavors, FlavorNginxModSecurity) {
+		errs = append(errs, fmt.Errorf("tier %s is the corazawaf module's (flavors %s, %s), not %s's: sweep it apart from %s",
+			TierModuleOff, FlavorWAF, FlavorWAFAccelerated, FlavorNginxModSecurity, FlavorNginxModSecurity))
+	}
 	return append(errs, checkNames("tier", requested, Tiers())...)
 }
 

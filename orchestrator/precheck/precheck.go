@@ -70,6 +70,12 @@ func Checks(cfg plan.Config) ([]Check, error) {
 	if !plan.HasWAF(cfg.Flavor) {
 		return checks, nil
 	}
+	if cfg.Tier == plan.TierModuleOff {
+		// Proof that the module is off: an attack every tier blocks passes.
+		c := attacks[1].check
+		c.WantStatus = 200
+		return append(checks, c), nil
+	}
 	family := Family(cfg.Tier)
 	for _, a := range attacks {
 		for _, f := range a.families {

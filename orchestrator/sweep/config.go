@@ -189,6 +189,9 @@ func (c *configRun) wafConfig(runDir string) (string, error) {
 	if !plan.HasWAF(c.cfg.Flavor) {
 		return "", nil
 	}
+	if c.cfg.Tier == plan.TierModuleOff {
+		return `{"mode":"off"}`, nil
+	}
 	tierFile := filepath.Join(c.opts.RulesetsDir, c.cfg.Tier+".conf")
 	if _, err := os.Stat(tierFile); err != nil {
 		return "", fmt.Errorf("tier %s: %w", c.cfg.Tier, err)

@@ -221,3 +221,31 @@ func (c *cancelAfterSteps) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// The module-off tier runs the real module with mode off: its pre-check
+// (an attack every tier blocks gets through) passes, so its steps measure.
+func TestModuleOffTierRunsTheModuleWithoutInspecting(t *testing.T) {
+	p := tinyPlan()
+	p.Flavors, p.Tiers, p.Ladder, p.SLOs = []string{plan.FlavorWAF}, []string{plan.TierModuleOff}, []int{100}, nil
+	out := t.TempDir()
+	opts := testOptions(t, p, out)
+	if err := Run(t.Context(), opts); err != nil {
+		t.Fatal(err)
+	}
+	steps, err := dataset.ReadSteps(filepath.Join(out, StepsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) == 0 {
+		t.Fatal("no steps")
+	}
+	for _, r := range steps {
+		if r.ConfigID != "waf/module-off/get" || r.Verdict == dataset.VerdictInvalid || !(r.ProxyCPUS > 0) {
+			t.Errorf("%s at %d rps: %s %v", r.ConfigID, r.TargetRPS, r.Verdict, r.Reasons)
+		}
+	}
+	cfg, err := os.ReadFile(filepath.Join(out, "runs", "r0", "waf", "module-off", "get", "envoy.json"))
+	if err != nil || !strings.Contains(string(cfg), `{\"mode\":\"off\"}`) {
+		t.Errorf("the WAF configuration is not mode off: %v\n%s", err, cfg)
+	}
+}

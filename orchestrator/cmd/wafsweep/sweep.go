@@ -47,7 +47,7 @@ func parseSweepFlags(args []string, stderr io.Writer) (sweepFlags, *flag.FlagSet
 	fs.StringVar(&f.profile, "profile", "short", "starting plan: short (a smoke run: one round of 5 s windows), full (the whole matrix, one round) or reference (the whole matrix, 3 alternating rounds of 20 s windows: the figures to plan on); on the local target each adds waf-accelerated")
 	fs.StringVar(&f.planFile, "plan", "", "JSON plan file (replaces --profile; flags below still override it)")
 	fs.StringVar(&f.flavors, "flavors", "", "comma-separated flavors: "+strings.Join(plan.Flavors(), ", "))
-	fs.StringVar(&f.tiers, "tiers", "", "comma-separated tiers: "+strings.Join(plan.Tiers()[1:], ", "))
+	fs.StringVar(&f.tiers, "tiers", "", "comma-separated tiers: "+strings.Join(plan.Tiers(), ", "))
 	fs.StringVar(&f.shapes, "shapes", "", "comma-separated shapes: "+strings.Join(plan.Shapes(), ", "))
 	fs.StringVar(&f.ladder, "ladder", "", "comma-separated target rates in RPS, ascending (e.g. 1000,2000,4000)")
 	fs.StringVar(&f.slos, "slo", "", "comma-separated p99 objectives whose highest sustainable rate is searched for each configuration (default 10ms,50ms,250ms; \"none\" turns the searches off)")
