@@ -101,9 +101,14 @@ func TestWindowBelowCapacityMeasuresTheKnownLatency(t *testing.T) {
 	if w.Raw.P50Ms < service*0.95 || w.Raw.P50Ms > service*1.05+0.3 {
 		t.Errorf("raw p50 %.3f ms, want the median service time %.3f ms within 5%%", w.Raw.P50Ms, service)
 	}
-	if w.Corrected.P99Ms < w.Raw.P99Ms || w.Corrected.P99Ms > w.Raw.P99Ms+w.Lateness.P99Ms+0.2 {
-		t.Errorf("corrected p99 %.3f ms, want raw p99 %.3f ms plus at most the lateness p99 %.3f ms",
-			w.Corrected.P99Ms, w.Raw.P99Ms, w.Lateness.P99Ms)
+	// Each corrected latency is its raw latency plus its send's lateness;
+	// percentiles do not add, but by the union bound the p99 of the sums
+	// is at most the sum of the two p99.5s, themselves under the p99.9s.
+	// (A busy machine makes the late sends the slow ones too: raw p99 7.4
+	// ms plus lateness p99 7.1 ms was exceeded at 15.0 ms.)
+	if w.Corrected.P99Ms < w.Raw.P99Ms || w.Corrected.P99Ms > w.Raw.P999Ms+w.Lateness.P999Ms+0.2 {
+		t.Errorf("corrected p99 %.3f ms, want raw p99 %.3f ms plus at most the lateness (p99.9s: raw %.3f, lateness %.3f ms)",
+			w.Corrected.P99Ms, w.Raw.P99Ms, w.Raw.P999Ms, w.Lateness.P999Ms)
 	}
 	// The counts outside the window (warm-up and tail) are not in it.
 	if res.RunCompleted <= w.Completed || res.Completed != w.Completed || res.P99Ms != w.Corrected.P99Ms {
