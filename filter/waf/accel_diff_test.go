@@ -241,6 +241,10 @@ func TestAcceleratedVerdictsMatchStock(t *testing.T) {
 				}
 				if !got.equal(want) && !stableDifference(stock, fast, r) {
 					unstable++
+					if unstable <= 10 { // which engine flipped, and on which rules
+						t.Logf("%s: first runs differed, re-runs agreed: accelerated blocked by %d, stock by %d; only accelerated matched %v, only stock %v",
+							r.name, got.blockedBy, want.blockedBy, without(got.matched, want.matched), without(want.matched, got.matched))
+					}
 					continue
 				}
 				if !got.equal(want) {
