@@ -546,9 +546,6 @@ func (s *Stream) overBudget(phase string) Decision {
 	return Decision{Action: Reply, Reply: s.localReply(503, "corazawaf_body_budget")}
 }
 
-// FailOpen reports whether internal errors let the stream through.
-func (s *Stream) FailOpen() bool { return s.settings.FailureMode == FailOpen }
-
 func (s *Stream) interrupt(it *types.Interruption, phase string) Decision {
 	v := &Verdict{RuleID: it.RuleID, Action: it.Action, Status: interruptionStatus(it), Phase: phase}
 	s.outcome.Blocked = v

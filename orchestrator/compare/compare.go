@@ -40,11 +40,11 @@ func (r Row) Difference() (rps int, share float64) {
 
 // Dirs reads knees.csv of two sweep directories and compares them.
 func Dirs(a, b string) ([]Row, error) {
-	ka, err := dataset.ReadKnees(filepath.Join(a, "knees.csv"))
+	ka, err := dataset.ReadKnees(filepath.Join(a, dataset.KneesFile))
 	if err != nil {
 		return nil, err
 	}
-	kb, err := dataset.ReadKnees(filepath.Join(b, "knees.csv"))
+	kb, err := dataset.ReadKnees(filepath.Join(b, dataset.KneesFile))
 	if err != nil {
 		return nil, err
 	}

@@ -173,7 +173,7 @@ func inPanel(steps []dataset.StepRow, tier, shape string) []dataset.StepRow {
 
 func achievedPlot(rows []dataset.StepRow, summary []dataset.KneeRow, flavors []string, tier, shape string) plot {
 	chart := LineChart{
-		Title:  fmt.Sprintf("Achieved vs target RPS: %s, %s", tier, shape),
+		Title:  achievedTitle(tier, shape),
 		XLabel: "target RPS", YLabel: "achieved RPS",
 	}
 	var targets []Point
@@ -189,6 +189,10 @@ func achievedPlot(rows []dataset.StepRow, summary []dataset.KneeRow, flavors []s
 	}
 	chart.AutoLog()
 	return plot{file: plotFile("achieved", tier, shape), title: chart.Title, svg: chart.SVG()}
+}
+
+func achievedTitle(tier, shape string) string {
+	return fmt.Sprintf("Achieved vs target RPS: %s, %s", tier, shape)
 }
 
 func latencyPlot(rows []dataset.StepRow, summary []dataset.KneeRow, flavors []string, tier, shape string) plot {

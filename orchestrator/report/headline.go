@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"path"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -20,23 +19,12 @@ import (
 // regenerated from them (make readme-figures) and a test can tell when
 // they are not. shownDir is how the README names the dataset's directory.
 func Headline(dir, shownDir string) ([]byte, error) {
-	meta, err := dataset.ReadMetadata(filepath.Join(dir, "metadata.json"))
+	sw, err := dataset.ReadSweep(dir)
 	if err != nil {
 		return nil, err
 	}
-	steps, err := dataset.ReadSteps(filepath.Join(dir, "steps.csv"))
-	if err != nil {
-		return nil, err
-	}
-	knees, err := dataset.ReadKnees(filepath.Join(dir, "knees.csv"))
-	if err != nil {
-		return nil, err
-	}
-	slo, err := dataset.ReadSLOKnees(filepath.Join(dir, "slo_knees.csv"))
-	if err != nil {
-		return nil, err
-	}
-	summary := summaryKnees(knees)
+	meta, steps, slo := sw.Meta, sw.Steps, sw.SLOKnees
+	summary := summaryKnees(sw.Knees)
 	sortByConfig(summary, flavorOrder(steps, summary))
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "**`%s`** (%s, %s of %s windows", shownDir, meta.Target, count(meta.Plan.Rounds, "round"), meta.Plan.Measure)
@@ -57,11 +45,24 @@ func Headline(dir, shownDir string) ([]byte, error) {
 			fmtNum(k.CoresPer1kAtKnee, 2), fmtNum(k.P50MsAtKnee, 1), fmtNum(k.P99MsAtKnee, 1)})
 	}
 	b.WriteString("\n")
-	if panels := panelPlots(steps, summary, flavorOrder(steps, summary)); len(panels) > 0 {
-		p := panels[0].plots[0]
-		fmt.Fprintf(&b, "![%s](%s)\n", mdText(p.title), path.Join(shownDir, "plots", p.file))
+	if tier, shape, ok := firstPanel(steps); ok {
+		// The achieved-rate plot Generate drew for that panel (named, not redrawn).
+		fmt.Fprintf(&b, "![%s](%s)\n", mdText(achievedTitle(tier, shape)), path.Join(shownDir, "plots", plotFile("achieved", tier, shape)))
 	}
 	return b.Bytes(), nil
+}
+
+// firstPanel is the first tier x shape with valid runs, in the order
+// Generate draws its panels.
+func firstPanel(steps []dataset.StepRow) (tier, shape string, ok bool) {
+	for _, tier := range panelTiers(steps) {
+		for _, shape := range panelShapes(steps) {
+			if len(inPanel(steps, tier, shape)) > 0 {
+				return tier, shape, true
+			}
+		}
+	}
+	return "", "", false
 }
 
 func roundsText(k dataset.KneeRow) string {

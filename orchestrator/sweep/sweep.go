@@ -39,12 +39,13 @@ type Options struct {
 	Host string
 }
 
-// File names inside OutDir.
+// File names inside OutDir (the datasets' are package dataset's, which
+// reads them back).
 const (
-	StepsFile    = "steps.csv"
-	KneesFile    = "knees.csv"
-	SLOKneesFile = "slo_knees.csv"
-	MetadataFile = "metadata.json"
+	StepsFile    = dataset.StepsFile
+	KneesFile    = dataset.KneesFile
+	SLOKneesFile = dataset.SLOKneesFile
+	MetadataFile = dataset.MetadataFile
 	ReportFile   = "report.md"
 )
 

@@ -1,0 +1,37 @@
+package dataset
+
+import "path/filepath"
+
+// The files of a sweep's directory.
+const (
+	StepsFile    = "steps.csv"
+	KneesFile    = "knees.csv"
+	SLOKneesFile = "slo_knees.csv"
+	MetadataFile = "metadata.json"
+)
+
+// Sweep is what a sweep's directory holds, read back.
+type Sweep struct {
+	Meta     Metadata
+	Steps    []StepRow
+	Knees    []KneeRow
+	SLOKnees []SLOKneeRow
+}
+
+// ReadSweep reads the metadata and the three CSV files of a sweep's
+// directory.
+func ReadSweep(dir string) (Sweep, error) {
+	var s Sweep
+	var err error
+	if s.Meta, err = ReadMetadata(filepath.Join(dir, MetadataFile)); err != nil {
+		return s, err
+	}
+	if s.Steps, err = ReadSteps(filepath.Join(dir, StepsFile)); err != nil {
+		return s, err
+	}
+	if s.Knees, err = ReadKnees(filepath.Join(dir, KneesFile)); err != nil {
+		return s, err
+	}
+	s.SLOKnees, err = ReadSLOKnees(filepath.Join(dir, SLOKneesFile))
+	return s, err
+}
