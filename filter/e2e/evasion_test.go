@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -40,7 +41,18 @@ const (
 	// injection, which CRS inspects in REQUEST_HEADERS:Referer.
 	refererSQLi = "https://shop.wafsweep.test/?q=1'%20union%20select%20password%20from%20users--"
 	benignReply = "Your order has been received; thank you for shopping with us."
+	// javaPayload is matched by a single rule at paranoia level 1 (944120,
+	// whose score alone blocks), the kind of attack a rule that reads
+	// another value's transformed form lets through.
+	javaPayload = "ProcessBuilder.evil.prototypeclonefactory"
 )
+
+// sameNameRepeats is how often a same-named case sends its attack. Before
+// package ownkeys, 1 in 6 of the JSON ones reached the backend (4 of 24)
+// and 1 in 12 of the cookie ones (2 of 24): with twenty stopped in each of
+// a case's four cells, an open trap would go unseen once in two million
+// runs of the JSON case and once in a thousand of the cookie case.
+const sameNameRepeats = 20
 
 // evasionLimit is SecRequestBodyLimit on the limit routes. The tiers' 12.5
 // MiB would cost a minute of CPU per body under full CRS (see
@@ -100,6 +112,9 @@ type evasionCase struct {
 	attack, benign string
 	attackWant     want
 	benignWant     want // zero: whole
+	// repeat sends the attack this many times (zero: once), each to be
+	// stopped: for a gap that opens in a share of requests.
+	repeat int
 	// knownGap names a found bypass: the attack reaches the backend
 	// although it should not. The case asserts that it does (attackWant
 	// has reach, so a fix shows up as a failure to update the row) and logs
@@ -178,6 +193,47 @@ func jsonFrames(n, at int) func(string) []string {
 	return memberFrames(n, at, "{", ",", "}", func(i int, value string) string {
 		return fmt.Sprintf("%q:%q", fmt.Sprintf("m%d", i), value)
 	})
+}
+
+// sameNamed lists five benign values and v, in that order.
+func sameNamed(v string) []string {
+	return append(slices.Repeat([]string{"hello"}, 5), v)
+}
+
+// sameNamedJSON is a JSON object with one key six times, v the last value.
+func sameNamedJSON(v string) []string {
+	members := []string{`"id":7`}
+	for _, value := range sameNamed(v) {
+		members = append(members, fmt.Sprintf(`"note":%q`, value))
+	}
+	return []string{"{" + strings.Join(members, ",") + "}"}
+}
+
+// sameNamedForm is a form with one name six times, v the last value.
+func sameNamedForm(v string) []string {
+	fields := []string{"id=7"}
+	for _, value := range sameNamed(v) {
+		fields = append(fields, "note="+url.QueryEscape(value))
+	}
+	return []string{strings.Join(fields, "&")}
+}
+
+// sameNamedCookie is a Cookie header with one name six times.
+func sameNamedCookie(v string) [][2]string {
+	pairs := []string{"id=7"}
+	for _, value := range sameNamed(v) {
+		pairs = append(pairs, "note="+value)
+	}
+	return [][2]string{{"Cookie", strings.Join(pairs, "; ")}}
+}
+
+// sameNamedHeader is six x-note headers.
+func sameNamedHeader(v string) [][2]string {
+	var h [][2]string
+	for _, value := range sameNamed(v) {
+		h = append(h, [2]string{"x-note", value})
+	}
+	return h
 }
 
 // replyFrames is an HTML page in n frames, the payload in frame at.
@@ -333,6 +389,13 @@ func evasionCases() []evasionCase {
 		// The client's own User-Agent comes first.
 		{name: "two User-Agent headers, attack in the second", route: "/api", header: header("User-Agent"), attack: sqli, benign: "Mozilla/5.0 (X11; Linux x86_64)", attackWant: stopped},
 		{name: "two Cookie headers, attack in the second", route: "/api", shape: wireRequest{headers: [][2]string{{"Cookie", "session=abc123"}}}, header: func(v string) [][2]string { return [][2]string{{"Cookie", "id=" + v}} }, attack: sqli, benign: benignValue, attackWant: stopped},
+		// Same-named values, the attack after five benign ones: Coraza's
+		// parsers file them under one key string, which its transformation
+		// cache confused (see package ownkeys).
+		{name: "JSON, one key 6 times, attack in the last", route: "/api", shape: wireRequest{headers: json, framing: lengthDeclared}, frames: sameNamedJSON, attack: javaPayload, benign: benignValue, attackWant: stopped, repeat: sameNameRepeats},
+		{name: "form, one name 6 times, attack in the last", route: "/api", shape: wireRequest{headers: form, framing: lengthDeclared}, frames: sameNamedForm, attack: javaPayload, benign: benignValue, attackWant: stopped, repeat: sameNameRepeats},
+		{name: "Cookie, one name 6 times, attack in the last", route: "/api", header: sameNamedCookie, attack: javaPayload, benign: benignValue, attackWant: stopped, repeat: sameNameRepeats},
+		{name: "header x-note 6 times, attack in the last", route: "/api", header: sameNamedHeader, attack: javaPayload, benign: benignValue, attackWant: stopped, repeat: sameNameRepeats},
 		// Smuggling framings: Envoy's codec refuses them before any filter.
 		{name: "two differing Content-Length headers", route: "/api", only: "h1", shape: wireRequest{headers: form, framing: undeclared}, header: lengths(0, 5), frames: formFrames(1, 0), attack: sqli, benign: benignValue, attackWant: want{status: 400}, benignWant: want{status: 400}},
 		{name: "Transfer-Encoding: chunked and a Content-Length", route: "/api", only: "h1", shape: wireRequest{headers: form}, header: lengths(0), frames: formFrames(1, 0), attack: sqli, benign: benignValue, attackWant: want{status: 400}, benignWant: want{status: 400}},
@@ -481,12 +544,20 @@ func TestEvasionMatrix(t *testing.T) {
 							if x.w == (want{}) {
 								x.w = whole
 							}
-							seq++
-							path := fmt.Sprintf("%s/e%d", c.route, seq)
-							cell[i] = runEvasion(t, p, rec, c, proto, x.payload, x.w, path, i == 0)
-							if i == 0 && !x.w.reach && !c.inResponse && !x.w.stripped {
-								attacks = append(attacks, sentAttack{t.Name(), path, x.w.handshake})
+							sends := 1
+							if i == 0 {
+								sends = max(1, c.repeat)
 							}
+							outcomes := make([]string, sends)
+							for n := range sends {
+								seq++
+								path := fmt.Sprintf("%s/e%d", c.route, seq)
+								outcomes[n] = runEvasion(t, p, rec, c, proto, x.payload, x.w, path, i == 0)
+								if i == 0 && !x.w.reach && !c.inResponse && !x.w.stripped {
+									attacks = append(attacks, sentAttack{t.Name(), path, x.w.handshake})
+								}
+							}
+							cell[i] = tally(outcomes)
 						}
 						cells[c.name+"|"+proto+"|"+b.name] = cell[0] + "; benign: " + cell[1]
 					})
@@ -616,6 +687,23 @@ func runEvasion(t *testing.T, p *proxy, rec *recorder, c evasionCase, proto, pay
 	default:
 		return "stopped " + shortStatus(resp)
 	}
+}
+
+// tally describes the outcomes of an exchange sent one or more times:
+// "stopped 403 (12 of 12)".
+func tally(outcomes []string) string {
+	if len(outcomes) == 1 {
+		return outcomes[0]
+	}
+	counts := map[string]int{}
+	for _, o := range outcomes {
+		counts[o]++
+	}
+	var parts []string
+	for _, o := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%s (%d of %d)", o, counts[o], len(outcomes)))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func statusMatches(r wireResponse, w want) bool {

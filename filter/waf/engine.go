@@ -12,6 +12,7 @@ import (
 	"github.com/corazawaf/coraza/v3/types"
 
 	"github.com/wafsweep/wafsweep/filter/accel"
+	"github.com/wafsweep/wafsweep/filter/internal/ownkeys"
 )
 
 // Engine is a built rule set: a Coraza WAF plus what the glue needs to know
@@ -88,6 +89,10 @@ func newEngine(spec engineSpec) (*Engine, error) {
 		text = acc.Directives() + text
 		root = acc.RootFS()
 	}
+	// Before everything, the accelerator's collectors included: the rules
+	// that give each value a key of its own, without which Coraza's
+	// transformation cache lets a value be read in place of another.
+	text = ownkeys.Directives() + text
 	wafCfg := coraza.NewWAFConfig().
 		WithRootFS(root).
 		WithDirectives(text)
