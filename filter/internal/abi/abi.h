@@ -1,8 +1,8 @@
 // The part of Envoy's dynamic-module ABI (HTTP filters) that corazawaf uses,
 // declared for this project from the ABI's documented types and function
-// names (Envoy 1.38-1.40, ABI "v0.1.0"). Envoy exports the callbacks; the
-// module exports the event hooks, whose prototypes cgo generates from the
-// //export functions in this package.
+// names (Envoy 1.38-1.40; glue.h declares 1.40's ABI version, "v0.2.0").
+// Envoy exports the callbacks; the module exports the event hooks, whose
+// prototypes cgo generates from the //export functions in this package.
 #pragma once
 
 #include <stdbool.h>

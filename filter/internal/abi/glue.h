@@ -6,7 +6,7 @@
 #include "abi.h"
 
 
-static const char wafsweep_abi_version[] = "v0.1.0";
+static const char wafsweep_abi_version[] = "v0.2.0";
 static inline const char* wafsweep_abi_version_ptr(void) { return wafsweep_abi_version; }
 
 // Label vectors are built on the C stack so no Go memory holding Go pointers
