@@ -10,6 +10,7 @@ require (
 	github.com/corazawaf/libinjection-go v0.3.5
 	github.com/coreruleset/ftw-tests-schema/v2 v2.3.0
 	github.com/coreruleset/go-ftw/v2 v2.1.0
+	github.com/envoyproxy/envoy/source/extensions/dynamic_modules v0.0.0-20260423231439-f1dd21b16c24
 	github.com/envoyproxy/go-control-plane/envoy v1.40.0
 	github.com/google/go-containerregistry v0.22.1
 	github.com/petar-dambovaliev/aho-corasick v0.0.0-20250424160509-463d218d4745
