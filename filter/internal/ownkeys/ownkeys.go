@@ -17,7 +17,8 @@
 // map's order (40% for a Java payload after five benign JSON duplicates,
 // full CRS). Upstream discusses the cache's keys as a performance bug
 // (corazawaf/coraza#1681); until it is keyed by value, the rules that
-// Directives returns run first in each phase and copy every shared key.
+// Directives returns run first in the request phases and the response
+// body phase and copy every shared key.
 //
 // The rules use an operator that never matches, so they run no actions,
 // never appear among a transaction's matched rules and never log.
@@ -40,64 +41,70 @@ import (
 // Operator is the name the rules call their operator by.
 const Operator = "corazawafOwnKeys"
 
-// FirstRuleID is the id of the phase 1 rule; phase n's is FirstRuleID+n-1,
-// just below the accelerator's range and far above CRS's and
-// ModSecurity's.
+// FirstRuleID is the id of the phase 1 rule; phase n's is FirstRuleID+n-1
+// (there is none for phase 3), just below the accelerator's range and far
+// above CRS's and ModSecurity's.
 const FirstRuleID = 1_989_999_001
 
 var registerOnce sync.Once
 
-// Directives returns the rules, one per phase from 1 to 4, that must come
+// Directives returns the rules, for phases 1, 2 and 4, that must come
 // before every other rule of the WAF. It registers their operator with
 // Coraza on first use.
 func Directives() string {
 	registerOnce.Do(func() { plugins.RegisterOperator(Operator, newOperator) })
 	var b strings.Builder
-	for phase := 1; phase <= 4; phase++ {
+	for _, phase := range []int{1, 2, 4} {
 		fmt.Fprintf(&b, "SecRule REQUEST_METHOD \"@%s %d\" \"id:%d,phase:%d,pass,nolog,noauditlog,t:none\"\n",
 			Operator, phase, FirstRuleID+phase-1, phase)
 	}
 	return b.String()
 }
 
-// phaseCollections lists, per phase, the collections whose values arrive
-// in that phase and are map-backed.
-var phaseCollections = map[int]func(plugintypes.TransactionVariables) []collection.Map{
-	1: func(v plugintypes.TransactionVariables) []collection.Map {
-		return []collection.Map{v.RequestHeaders(), v.RequestCookies(), v.ArgsGet(), v.ArgsPath()}
+// collections are the map-backed collections whose values arrive in a
+// phase, at most maxCollections of them.
+type collections [maxCollections]collection.Map
+
+const maxCollections = 13
+
+// phaseCollections lists them per phase. Phase 3 has none: response
+// headers come from Envoy with a string per name, and Coraza parses none
+// of them into a collection.
+var phaseCollections = map[int]func(plugintypes.TransactionVariables) collections{
+	1: func(v plugintypes.TransactionVariables) collections {
+		return collections{v.RequestHeaders(), v.RequestCookies(), v.ArgsGet(), v.ArgsPath()}
 	},
-	2: func(v plugintypes.TransactionVariables) []collection.Map {
-		return []collection.Map{
+	2: func(v plugintypes.TransactionVariables) collections {
+		return collections{
 			v.ArgsPost(), v.Files(), v.FilesNames(), v.FilesSizes(), v.FilesTmpNames(), v.FilesTmpContent(),
 			v.MultipartPartHeaders(), v.MultipartName(), v.MultipartFilename(),
 			v.MultipartFilenameCharset(), v.MultipartFilenameLanguage(), v.XML(), v.RequestXML(),
 		}
 	},
-	3: func(v plugintypes.TransactionVariables) []collection.Map {
-		return []collection.Map{v.ResponseHeaders()}
-	},
-	4: func(v plugintypes.TransactionVariables) []collection.Map {
-		return []collection.Map{v.ResponseArgs(), v.ResponseXML(), v.XML()}
+	4: func(v plugintypes.TransactionVariables) collections {
+		return collections{v.ResponseArgs(), v.ResponseXML(), v.XML()}
 	},
 }
 
 func newOperator(o plugintypes.OperatorOptions) (plugintypes.Operator, error) {
 	phase, err := strconv.Atoi(strings.TrimSpace(o.Arguments))
 	if err != nil || phaseCollections[phase] == nil {
-		return nil, fmt.Errorf("@%s %q: want a phase from 1 to 4", Operator, o.Arguments)
+		return nil, fmt.Errorf("@%s %q: want phase 1, 2 or 4", Operator, o.Arguments)
 	}
 	return operator{collections: phaseCollections[phase]}, nil
 }
 
 type operator struct {
-	collections func(plugintypes.TransactionVariables) []collection.Map
+	collections func(plugintypes.TransactionVariables) collections
 }
 
 // Evaluate separates the keys of the phase's collections; it never
 // matches.
 func (o operator) Evaluate(tx plugintypes.TransactionState, _ string) bool {
 	for _, m := range o.collections(tx.Variables()) {
-		Separate(m)
+		if m != nil {
+			Separate(m)
+		}
 	}
 	return false
 }
