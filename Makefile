@@ -29,7 +29,7 @@ TEST_TIMEOUT ?= 40m
 
 export CGO_ENABLED := 1
 
-.PHONY: all build envoy hyperscan-dev nginx-peer kube-binaries kube-node-packages test unit e2e lint sweep bench readme-figures clean
+.PHONY: all build envoy hyperscan-dev nginx-peer kube-binaries kube-node-packages test unit e2e lint sweep bench bench-module readme-figures clean
 
 all: build
 
@@ -199,6 +199,22 @@ bench: $(MODULE)
 		-engine.tiers $(BENCH_TIERS) -engine.csv $(abspath results/bench/engine.csv) \
 		-adversarial.csv $(abspath results/bench/adversarial.csv)
 	$(GO) test -run '^$$' -bench . -benchmem ./filter/...
+
+# The module's cost per request (results/bench/module.csv): vanilla Envoy and
+# each module tier at one fixed rate, GET, 3 alternating rounds (a sweep of
+# its own, results/module-cost/, resumed when interrupted; remove it to
+# measure again), beside the same tiers through the filter's glue without
+# Envoy (results/module-cost/engine.csv). About 10 minutes; run it on an
+# otherwise idle machine.
+MODULE_COST_DIR := results/module-cost
+
+bench-module: envoy build
+	ENVOY_BIN="$(abspath $(BUILD)/envoy)" CORAZAWAF_MODULE="$(abspath $(MODULE))" $(WAFSWEEP) sweep --profile module-cost --sweep-id module-cost
+	nice -n 19 $(GO) test -count=1 -timeout 30m -run TestEngineCSV -v ./filter/accel/enginebench -args \
+		-engine.tiers module-off,headers-only,targeted,full-crs -engine.shapes get -engine.flavors stock \
+		-engine.csv $(abspath $(MODULE_COST_DIR)/engine.csv)
+	$(WAFSWEEP) module-cost $(MODULE_COST_DIR) $(MODULE_COST_DIR)/engine.csv results/bench/module.csv
+	cat results/bench/module.csv
 
 # Long forms of the hardening tests (`make test` runs the short ones): the
 # soak for SOAK_DURATION and the stall test with STALL_DURATION runs, then

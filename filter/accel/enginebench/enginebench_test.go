@@ -35,7 +35,9 @@ import (
 var (
 	csvPath    = flag.String("engine.csv", "", "write the engine CSV here (TestEngineCSV is skipped without it)")
 	advPath    = flag.String("adversarial.csv", "", "write the random/attacker-input CSV here")
-	tiersFlag  = flag.String("engine.tiers", "full-crs", "comma-separated tiers")
+	tiersFlag  = flag.String("engine.tiers", "full-crs", "comma-separated tiers (module-off: the filter with mode off)")
+	shapesFlag = flag.String("engine.shapes", "", "comma-separated shapes (default: all)")
+	flavorFlag = flag.String("engine.flavors", strings.Join(flavors, ","), "comma-separated flavors, of "+strings.Join(flavors, ", "))
 	rounds     = flag.Int("engine.rounds", 7, "measured batches per flavor")
 	batchFloor = flag.Duration("engine.batch", 300*time.Millisecond, "CPU time a batch aims at")
 )
@@ -50,11 +52,17 @@ type flavorFilter struct {
 }
 
 // buildFlavors builds one filter per flavor for a tier.
-func buildFlavors(t testing.TB, tier string) []flavorFilter {
+func buildFlavors(t testing.TB, tier string, names []string) []flavorFilter {
 	t.Helper()
 	var out []flavorFilter
-	for _, f := range flavors {
+	for _, f := range names {
+		if !slices.Contains(flavors, f) {
+			t.Fatalf("unknown flavor %q: use %s", f, strings.Join(flavors, ", "))
+		}
 		cfg := map[string]any{"directives": []string{"Include " + rulesetPath(t, tier)}, "log_matched_rules": false}
+		if tier == plan.TierModuleOff { // the module's glue with nothing to inspect
+			cfg = map[string]any{"mode": "off"}
+		}
 		switch f {
 		case "accelerated":
 			cfg["acceleration"] = "prefilter"
@@ -206,9 +214,13 @@ func TestEngineCSV(t *testing.T) {
 	}
 	var rows, adv []result
 	for _, tier := range strings.Split(*tiersFlag, ",") {
-		fs := buildFlavors(t, tier)
+		fs := buildFlavors(t, tier, strings.Split(*flavorFlag, ","))
 		if *csvPath != "" {
-			for _, name := range plan.Shapes() {
+			shapes := plan.Shapes()
+			if *shapesFlag != "" {
+				shapes = strings.Split(*shapesFlag, ",")
+			}
+			for _, name := range shapes {
 				shape, err := plan.ShapeByName(name)
 				if err != nil {
 					t.Fatal(err)
@@ -325,7 +337,7 @@ func bodyOf(name string, values []string) request {
 
 // BenchmarkFlavors is the go test -bench view of the same requests.
 func BenchmarkFlavors(b *testing.B) {
-	fs := buildFlavors(b, "full-crs")
+	fs := buildFlavors(b, "full-crs", flavors)
 	for _, name := range plan.Shapes() {
 		shape, err := plan.ShapeByName(name)
 		if err != nil {

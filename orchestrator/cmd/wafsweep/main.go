@@ -12,14 +12,17 @@ import (
 
 	"github.com/wafsweep/wafsweep/orchestrator/backend"
 	"github.com/wafsweep/wafsweep/orchestrator/compare"
+	"github.com/wafsweep/wafsweep/orchestrator/modulecost"
 )
 
 const usage = `usage: wafsweep <command> [flags]
 
 commands:
-  sweep     run (or resume) a sweep; see wafsweep sweep -h
-  compare   compare two sweeps config by config: wafsweep compare DIR_A DIR_B
-  backend   run the benchmark backend (used by the local target)
+  sweep        run (or resume) a sweep; see wafsweep sweep -h
+  compare      compare two sweeps config by config: wafsweep compare DIR_A DIR_B
+  module-cost  the module's cost per request from a --profile module-cost sweep:
+               wafsweep module-cost SWEEP_DIR ENGINE_CSV OUT_CSV
+  backend      run the benchmark backend (used by the local target)
 `
 
 func main() {
@@ -34,6 +37,8 @@ func main() {
 		os.Exit(backend.Main(os.Args[2:]))
 	case "compare":
 		os.Exit(runCompare(os.Args[2:]))
+	case "module-cost":
+		os.Exit(runModuleCost(os.Args[2:]))
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 	default:
@@ -55,6 +60,20 @@ func runCompare(args []string) int {
 	}
 	if err := compare.WriteMarkdown(os.Stdout, filepath.Base(args[0]), filepath.Base(args[1]), rows); err != nil {
 		fmt.Fprintf(os.Stderr, "wafsweep compare: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// runModuleCost writes module.csv from a module-cost sweep and
+// enginebench's CSV of the same tiers.
+func runModuleCost(args []string) int {
+	if len(args) != 3 {
+		fmt.Fprintln(os.Stderr, "usage: wafsweep module-cost SWEEP_DIR ENGINE_CSV OUT_CSV (a sweep run with --profile module-cost; enginebench's CSV of its tiers)")
+		return 2
+	}
+	if err := modulecost.WriteFile(args[0], args[1], args[2]); err != nil {
+		fmt.Fprintf(os.Stderr, "wafsweep module-cost: %v\n", err)
 		return 1
 	}
 	return 0

@@ -20,6 +20,7 @@ import (
 	"github.com/wafsweep/wafsweep/orchestrator/backend"
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
+	"github.com/wafsweep/wafsweep/orchestrator/modulecost"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
 	"github.com/wafsweep/wafsweep/orchestrator/procstat"
 	"github.com/wafsweep/wafsweep/orchestrator/sweep"
@@ -44,7 +45,7 @@ func parseSweepFlags(args []string, stderr io.Writer) (sweepFlags, *flag.FlagSet
 	var f sweepFlags
 	fs := flag.NewFlagSet("wafsweep sweep", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.profile, "profile", "short", "starting plan: short (a smoke run: one round of 5 s windows), full (the whole matrix, one round) or reference (the whole matrix, 3 alternating rounds of 20 s windows: the figures to plan on); on the local target each adds waf-accelerated")
+	fs.StringVar(&f.profile, "profile", "short", "starting plan: short (a smoke run: one round of 5 s windows), full (the whole matrix, one round), reference (the whole matrix, 3 alternating rounds of 20 s windows: the figures to plan on); on the local target each adds waf-accelerated; or module-cost (vanilla Envoy and each module tier at one fixed rate, GET, 3 rounds: what make bench-module turns into results/bench/module.csv)")
 	fs.StringVar(&f.planFile, "plan", "", "JSON plan file (replaces --profile; flags below still override it)")
 	fs.StringVar(&f.flavors, "flavors", "", "comma-separated flavors: "+strings.Join(plan.Flavors(), ", "))
 	fs.StringVar(&f.tiers, "tiers", "", "comma-separated tiers: "+strings.Join(plan.Tiers(), ", "))
@@ -128,10 +129,12 @@ func (f sweepFlags) buildPlan() (plan.Plan, error) {
 		p = plan.Default()
 	case f.profile == "reference":
 		p = referenceProfile()
+	case f.profile == "module-cost":
+		p = modulecost.Plan(modulecost.DefaultRate)
 	default:
-		return p, fmt.Errorf("--profile %q: use short, full or reference", f.profile)
+		return p, fmt.Errorf("--profile %q: use short, full, reference or module-cost", f.profile)
 	}
-	if f.planFile == "" && f.target == "local" {
+	if f.planFile == "" && f.target == "local" && f.profile != "module-cost" {
 		p.Flavors = withAccelerated(p.Flavors)
 	}
 	var errs []error

@@ -60,7 +60,7 @@ func TestBadFlagsFailBeforeAnythingStarts(t *testing.T) {
 		{[]string{"--flavors", "wafx"}, `unknown flavor "wafx"`},
 		{[]string{"--ladder", "300,x"}, `"x" is not a rate`},
 		{[]string{"--ladder", "300,200"}, "ascending"},
-		{[]string{"--profile", "huge"}, "use short, full or reference"},
+		{[]string{"--profile", "huge"}, "use short, full, reference or module-cost"},
 		{[]string{"--proxy-cpus", "a-b"}, "--proxy-cpus"},
 		{[]string{"--target", "mars"}, "--target"},
 		{[]string{"--slo", "50ms,fast"}, "--slo"},
