@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/wafsweep/wafsweep/filter/accel/seclang"
 	"github.com/wafsweep/wafsweep/filter/internal/crscorpus"
 )
 
@@ -210,28 +212,84 @@ func TestAcceleratedVerdictsMatchStock(t *testing.T) {
 			}
 			stock := accelEngine(t, rs.tier, "off", nil, extra...)
 			fast := accelEngine(t, rs.tier, "prefilter", nil, extra...)
-			differ, blocked := 0, 0
+			shadow := accelEngine(t, rs.tier, "shadow", nil, extra...)
+			lastCapture := lastCaptureRules(t, rs.tier)
+			differ, blocked, byOrder := 0, 0, 0
 			for _, r := range corpus {
 				want, got := judge(stock, r), judge(fast, r)
 				if want.blockedBy != 0 {
 					blocked++
 				}
-				if !got.equal(want) {
-					differ++
-					if differ <= 10 {
-						t.Errorf("%s: accelerated blocked by %d, stock by %d; only accelerated matched %v, only stock %v",
-							r.name, got.blockedBy, want.blockedBy, without(got.matched, want.matched), without(want.matched, got.matched))
+				if got.equal(want) {
+					continue
+				}
+				only := append(without(got.matched, want.matched), without(want.matched, got.matched)...)
+				if _, contradictions := matchedIDs(shadow, r.req, r.body); contradictions == 0 && allIn(only, lastCapture) {
+					byOrder++
+					if byOrder <= 10 {
+						t.Logf("%s: differs on %v only, rules that read the last value's capture; the accelerator removed nothing that matches (shadow)", r.name, only)
 					}
+					continue
+				}
+				differ++
+				if differ <= 10 {
+					t.Errorf("%s: accelerated blocked by %d, stock by %d; only accelerated matched %v, only stock %v",
+						r.name, got.blockedBy, want.blockedBy, without(got.matched, want.matched), without(want.matched, got.matched))
 				}
 			}
 			st := fast.Accelerator().Stats()
-			t.Logf("%d requests (%d blocked by stock), %d differ; %d candidate decisions removed, %d kept",
-				len(corpus), blocked, differ, st.Removed, st.Kept)
+			t.Logf("%d requests (%d blocked by stock), %d differ, %d on last-capture rules in Coraza's value order; %d candidate decisions removed, %d kept",
+				len(corpus), blocked, differ, byOrder, st.Removed, st.Kept)
 			if st.Removed == 0 {
 				t.Error("nothing was removed: the accelerator did not work")
 			}
 		})
 	}
+}
+
+// lastCaptureRules lists the rules of a tier whose chain reads the
+// capture (TX:0-9) of the parent's match. With several matching values the
+// chain reads the last one's, and which value is last is the order of a Go
+// map, new on every call: such a rule can come to either verdict on the
+// same request, in either engine (CRS 942130, 942131 and 942521 at
+// paranoia level 2 and above). A difference on these rules alone, in a
+// request on which shadow mode finds no removed candidate matching, is
+// Coraza's order, not the accelerator.
+func lastCaptureRules(t *testing.T, tier string) map[int]bool {
+	t.Helper()
+	directives, err := seclang.Read(NewRulesFS(), "Include "+rulesetPath(t, tier))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := seclang.Parse(directives)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readsCapture := regexp.MustCompile(`(?i)\bTX[:.][0-9]\b`)
+	out := map[int]bool{}
+	for _, r := range rs.Rules {
+		if !r.HasAction("capture") {
+			continue
+		}
+		for _, c := range r.Chain {
+			if readsCapture.MatchString(c.Targets) || (c.Operator != nil && readsCapture.MatchString(c.Operator.Argument)) {
+				out[r.ID] = true
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s: no rule reads a capture in its chain; the analysis is broken", tier)
+	}
+	return out
+}
+
+func allIn(ids []int, set map[int]bool) bool {
+	for _, id := range ids {
+		if !set[id] {
+			return false
+		}
+	}
+	return len(ids) > 0
 }
 
 // TestAcceleratedBlocksTheLengthPreservingEntityBypass is the request
