@@ -224,7 +224,7 @@ func aggregate(rounds []KneeRow) KneeRow {
 		return a
 	}
 	knees := values(valid, func(r KneeRow) float64 { return float64(r.KneeRPS) })
-	a.KneeMedianRPS, a.KneeMinRPS, a.KneeMaxRPS = median(knees), slices.Min(knees), slices.Max(knees)
+	a.KneeMedianRPS, a.KneeMinRPS, a.KneeMaxRPS = Median(knees), slices.Min(knees), slices.Max(knees)
 	a.KneeStddevRPS = sampleStddev(knees)
 	a.KneeRPS = int(math.Round(a.KneeMedianRPS))
 	a.Censored = majorityCensoring(valid)
@@ -235,18 +235,18 @@ func aggregate(rounds []KneeRow) KneeRow {
 	for _, r := range rounds {
 		a.ConfirmFlips += r.ConfirmFlips
 	}
-	a.LowestFailRPS = int(math.Round(zeroIfNaN(median(values(valid, func(r KneeRow) float64 {
+	a.LowestFailRPS = int(math.Round(zeroIfNaN(Median(values(valid, func(r KneeRow) float64 {
 		if r.LowestFailRPS == 0 {
 			return math.NaN() // nothing failed in that round
 		}
 		return float64(r.LowestFailRPS)
 	})))))
-	a.P50MsAtKnee = median(values(valid, func(r KneeRow) float64 { return r.P50MsAtKnee }))
-	a.P99MsAtKnee = median(values(valid, func(r KneeRow) float64 { return r.P99MsAtKnee }))
-	a.CoresPer1kAtKnee = median(values(valid, func(r KneeRow) float64 { return r.CoresPer1kAtKnee }))
+	a.P50MsAtKnee = Median(values(valid, func(r KneeRow) float64 { return r.P50MsAtKnee }))
+	a.P99MsAtKnee = Median(values(valid, func(r KneeRow) float64 { return r.P99MsAtKnee }))
+	a.CoresPer1kAtKnee = Median(values(valid, func(r KneeRow) float64 { return r.CoresPer1kAtKnee }))
 	a.RSSPeakMB = maxOf(valid, func(r KneeRow) float64 { return r.RSSPeakMB })
 	a.RSSMBAtKnee = maxOf(valid, func(r KneeRow) float64 { return r.RSSMBAtKnee })
-	a.AddedP99MsVsEnvoy = median(values(valid, func(r KneeRow) float64 { return r.AddedP99MsVsEnvoy }))
+	a.AddedP99MsVsEnvoy = Median(values(valid, func(r KneeRow) float64 { return r.AddedP99MsVsEnvoy }))
 	return a
 }
 
@@ -315,12 +315,12 @@ func maxOf[T any](rows []T, f func(T) float64) float64 {
 	return slices.Max(vs)
 }
 
-// median of vs; NaN when empty.
-func median(vs []float64) float64 {
-	if len(vs) == 0 {
+// Median of vs, NaN (not measured) left out; NaN when nothing is left.
+func Median(vs []float64) float64 {
+	s := values(vs, func(v float64) float64 { return v })
+	if len(s) == 0 {
 		return math.NaN()
 	}
-	s := slices.Clone(vs)
 	slices.Sort(s)
 	mid := len(s) / 2
 	if len(s)%2 == 1 {

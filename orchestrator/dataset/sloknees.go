@@ -143,13 +143,13 @@ func sloAggregate(rounds []SLOKneeRow) SLOKneeRow {
 		return a
 	}
 	knees := values(decided, func(r SLOKneeRow) float64 { return float64(r.KneeRPS) })
-	a.KneeRPS = int(math.Round(median(knees)))
+	a.KneeRPS = int(math.Round(Median(knees)))
 	a.Status = decided[0].Status
 	a.KneeMinRPS, a.KneeMaxRPS = slices.Min(knees), slices.Max(knees)
-	a.P99Ms = median(values(decided, func(r SLOKneeRow) float64 { return r.P99Ms }))
-	a.CoresPer1k = median(values(decided, func(r SLOKneeRow) float64 { return r.CoresPer1k }))
-	a.RSSMB = median(values(decided, func(r SLOKneeRow) float64 { return r.RSSMB }))
-	a.AddedP99MsVsEnvoy = median(values(decided, func(r SLOKneeRow) float64 { return r.AddedP99MsVsEnvoy }))
+	a.P99Ms = Median(values(decided, func(r SLOKneeRow) float64 { return r.P99Ms }))
+	a.CoresPer1k = Median(values(decided, func(r SLOKneeRow) float64 { return r.CoresPer1k }))
+	a.RSSMB = Median(values(decided, func(r SLOKneeRow) float64 { return r.RSSMB }))
+	a.AddedP99MsVsEnvoy = Median(values(decided, func(r SLOKneeRow) float64 { return r.AddedP99MsVsEnvoy }))
 	return a
 }
 

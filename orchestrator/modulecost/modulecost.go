@@ -97,12 +97,7 @@ func spreadOf(values []float64) Spread {
 	if len(values) == 0 {
 		return Spread{math.NaN(), math.NaN(), math.NaN()}
 	}
-	v := slices.Sorted(slices.Values(values))
-	mid := v[len(v)/2]
-	if len(v)%2 == 0 {
-		mid = (v[len(v)/2-1] + v[len(v)/2]) / 2
-	}
-	return Spread{mid, v[0], v[len(v)-1]}
+	return Spread{dataset.Median(values), slices.Min(values), slices.Max(values)}
 }
 
 // Row is one line of module.csv. CPU figures are microseconds per request.
@@ -145,23 +140,23 @@ func Table(steps []dataset.StepRow, engine []EngineCost) ([]Row, error) {
 	var errs []error
 	for _, id := range order {
 		rounds := byConfig[id]
-		var first dataset.StepRow
+		var config dataset.StepRow // any of the rounds: they name the same configuration
 		var proxy, over []float64
 		for round, s := range rounds {
-			first = s
+			config = s
 			us := s.CoresPer1k * 1000
 			proxy = append(proxy, us)
 			if e, ok := envoy[round]; ok && s.Flavor != plan.FlavorEnvoy {
 				over = append(over, us-e.CoresPer1k*1000)
 			}
 		}
-		r := Row{Flavor: first.Flavor, Tier: first.Tier, RateRPS: rate, Rounds: len(rounds),
+		r := Row{Flavor: config.Flavor, Tier: config.Tier, RateRPS: rate, Rounds: len(rounds),
 			Proxy: spreadOf(proxy), OverEnvoy: spreadOf(over), Engine: math.NaN(), Gap: math.NaN()}
-		if first.Flavor != plan.FlavorEnvoy {
-			if ns, ok := engineCost(engine, first.Tier); ok {
+		if config.Flavor != plan.FlavorEnvoy {
+			if ns, ok := engineCost(engine, config.Tier); ok {
 				r.Engine, r.Gap = ns/1000, r.OverEnvoy.Median-ns/1000
 			} else {
-				errs = append(errs, fmt.Errorf("no engine figure for tier %s (stock, get)", first.Tier))
+				errs = append(errs, fmt.Errorf("no engine figure for tier %s (stock, get)", config.Tier))
 			}
 		}
 		rows = append(rows, r)

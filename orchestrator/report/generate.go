@@ -242,7 +242,7 @@ func medianSeries(rows []dataset.StepRow, flavor string, metric func(dataset.Ste
 	}
 	var pts []Point
 	for _, t := range sortedKeys(byTarget) {
-		pts = append(pts, Point{X: float64(t), Y: median(byTarget[t])})
+		pts = append(pts, Point{X: float64(t), Y: dataset.Median(byTarget[t])})
 	}
 	return pts
 }
@@ -262,24 +262,6 @@ func sortedKeys[V any](m map[int]V) []int {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-// median ignores NaN (not measured); NaN when nothing is left.
-func median(vs []float64) float64 {
-	var s []float64
-	for _, v := range vs {
-		if !math.IsNaN(v) {
-			s = append(s, v)
-		}
-	}
-	if len(s) == 0 {
-		return math.NaN()
-	}
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // kneeMarkers marks the knee of the flavor's config in a panel.
