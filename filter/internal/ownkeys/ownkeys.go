@@ -38,13 +38,13 @@ import (
 	"github.com/corazawaf/coraza/v3/types"
 )
 
-// Operator is the name the rules call their operator by.
-const Operator = "corazawafOwnKeys"
+// operatorName is the name the rules call their operator by.
+const operatorName = "corazawafOwnKeys"
 
-// FirstRuleID is the id of the phase 1 rule; phase n's is FirstRuleID+n-1
+// firstRuleID is the id of the phase 1 rule; phase n's is firstRuleID+n-1
 // (there is none for phase 3), just below the accelerator's range and far
 // above CRS's and ModSecurity's.
-const FirstRuleID = 1_989_999_001
+const firstRuleID = 1_989_999_001
 
 var registerOnce sync.Once
 
@@ -52,11 +52,11 @@ var registerOnce sync.Once
 // before every other rule of the WAF. It registers their operator with
 // Coraza on first use.
 func Directives() string {
-	registerOnce.Do(func() { plugins.RegisterOperator(Operator, newOperator) })
+	registerOnce.Do(func() { plugins.RegisterOperator(operatorName, newOperator) })
 	var b strings.Builder
 	for _, phase := range []int{1, 2, 4} {
 		fmt.Fprintf(&b, "SecRule REQUEST_METHOD \"@%s %d\" \"id:%d,phase:%d,pass,nolog,noauditlog,t:none\"\n",
-			Operator, phase, FirstRuleID+phase-1, phase)
+			operatorName, phase, firstRuleID+phase-1, phase)
 	}
 	return b.String()
 }
@@ -67,9 +67,12 @@ type collections [maxCollections]collection.Map
 
 const maxCollections = 13
 
-// phaseCollections lists them per phase. Phase 3 has none: response
-// headers come from Envoy with a string per name, and Coraza parses none
-// of them into a collection.
+// phaseCollections lists them per phase: those Coraza's parsers fill
+// (cookies, query, bodies), and the request headers, which are the
+// client's and come from the caller of package waf, who may pass one
+// string for a repeated name. Phase 3 has none: response headers are the
+// backend's, Coraza parses nothing out of them, and Envoy hands each name
+// over as a string of its own.
 var phaseCollections = map[int]func(plugintypes.TransactionVariables) collections{
 	1: func(v plugintypes.TransactionVariables) collections {
 		return collections{v.RequestHeaders(), v.RequestCookies(), v.ArgsGet(), v.ArgsPath()}
@@ -89,7 +92,7 @@ var phaseCollections = map[int]func(plugintypes.TransactionVariables) collection
 func newOperator(o plugintypes.OperatorOptions) (plugintypes.Operator, error) {
 	phase, err := strconv.Atoi(strings.TrimSpace(o.Arguments))
 	if err != nil || phaseCollections[phase] == nil {
-		return nil, fmt.Errorf("@%s %q: want phase 1, 2 or 4", Operator, o.Arguments)
+		return nil, fmt.Errorf("@%s %q: want phase 1, 2 or 4", operatorName, o.Arguments)
 	}
 	return operator{collections: phaseCollections[phase]}, nil
 }
@@ -103,16 +106,16 @@ type operator struct {
 func (o operator) Evaluate(tx plugintypes.TransactionState, _ string) bool {
 	for _, m := range o.collections(tx.Variables()) {
 		if m != nil {
-			Separate(m)
+			separate(m)
 		}
 	}
 	return false
 }
 
-// Separate gives every value of m whose key string it shares with another
+// separate gives every value of m whose key string it shares with another
 // value a copy of the key of its own. Values keep their keys' text and,
 // under each key, their order.
-func Separate(m collection.Map) {
+func separate(m collection.Map) {
 	for _, key := range sharedKeys(m.FindAll()) {
 		regroup(m, key)
 	}

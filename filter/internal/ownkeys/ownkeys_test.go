@@ -48,7 +48,7 @@ func TestSeparateGivesEverySharedKeyACopy(t *testing.T) {
 				m.Add(p.key, p.value)
 			}
 			before := byKey(m)
-			Separate(m)
+			separate(m)
 			if after := byKey(m); !mapsEqual(before, after) {
 				t.Errorf("values changed: before %v, after %v", before, after)
 			}
@@ -73,7 +73,7 @@ func TestSeparateLeavesKeysOfTheirOwnAlone(t *testing.T) {
 	for i, k := range keys {
 		m.Add(k, fmt.Sprint(i))
 	}
-	Separate(m)
+	separate(m)
 	for _, v := range m.FindAll() {
 		if !slices.ContainsFunc(keys, func(k string) bool { return unsafe.StringData(k) == unsafe.StringData(v.Key()) }) {
 			t.Errorf("key %q of %q was copied though no other value shared it", v.Key(), v.Value())
