@@ -195,42 +195,28 @@ func jsonFrames(n, at int) func(string) []string {
 	})
 }
 
-// sameNamed lists five benign values and v, in that order.
-func sameNamed(v string) []string {
-	return append(slices.Repeat([]string{"hello"}, 5), v)
+// sameNamed is memberFrames for six members of one name, the payload the
+// last one's value. open starts with a member of another name: with one
+// name alone, Coraza's map has a single key and its order cannot move.
+func sameNamed(open, sep, end string, member func(value string) string) func(string) []string {
+	return memberFrames(6, 5, open, sep, end, func(_ int, value string) string { return member(value) })
 }
 
-// sameNamedJSON is a JSON object with one key six times, v the last value.
-func sameNamedJSON(v string) []string {
-	members := []string{`"id":7`}
-	for _, value := range sameNamed(v) {
-		members = append(members, fmt.Sprintf(`"note":%q`, value))
-	}
-	return []string{"{" + strings.Join(members, ",") + "}"}
-}
-
-// sameNamedForm is a form with one name six times, v the last value.
-func sameNamedForm(v string) []string {
-	fields := []string{"id=7"}
-	for _, value := range sameNamed(v) {
-		fields = append(fields, "note="+url.QueryEscape(value))
-	}
-	return []string{strings.Join(fields, "&")}
-}
+var (
+	sameNamedJSON = sameNamed(`{"id":7,`, ",", "}", func(v string) string { return fmt.Sprintf(`"note":%q`, v) })
+	sameNamedForm = sameNamed("id=7&", "&", "", func(v string) string { return "note=" + url.QueryEscape(v) })
+)
 
 // sameNamedCookie is a Cookie header with one name six times.
 func sameNamedCookie(v string) [][2]string {
-	pairs := []string{"id=7"}
-	for _, value := range sameNamed(v) {
-		pairs = append(pairs, "note="+value)
-	}
-	return [][2]string{{"Cookie", strings.Join(pairs, "; ")}}
+	pairs := sameNamed("id=7; ", "; ", "", func(v string) string { return "note=" + v })(v)
+	return [][2]string{{"Cookie", strings.Join(pairs, "")}}
 }
 
 // sameNamedHeader is six x-note headers.
 func sameNamedHeader(v string) [][2]string {
 	var h [][2]string
-	for _, value := range sameNamed(v) {
+	for _, value := range sameNamed("", "", "", func(v string) string { return v })(v) {
 		h = append(h, [2]string{"x-note", value})
 	}
 	return h
