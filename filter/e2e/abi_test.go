@@ -13,13 +13,25 @@ import (
 func TestEnvoyTakesTheModulesABIVersion(t *testing.T) {
 	p := startProxy(t, proxyOptions{config: `{"directives":["SecRuleEngine On"]}`})
 	p.do(t, request{path: "/"})
-	var verdicts []string
-	for _, line := range strings.Split(p.log(t), "\n") {
-		if strings.Contains(line, "module ABI version") {
-			verdicts = append(verdicts, line)
-		}
-	}
-	if len(verdicts) != 1 || !strings.HasSuffix(strings.TrimSpace(verdicts[0]), "matched.") {
+	verdicts := p.logLines(t, "module ABI version")
+	if len(verdicts) != 1 || !strings.HasSuffix(verdicts[0], "matched.") {
 		t.Errorf("want one line saying the ABI version matched; Envoy logged %q", verdicts)
+	}
+}
+
+// TestGoRuntimeGetsAPForEveryCaller starts Envoy with three workers and two
+// inspection threads: the module reads the worker count from Envoy at
+// program init and sizes the Go runtime for all five callers plus the
+// spare P that keeps a worker's P from being taken between hooks.
+func TestGoRuntimeGetsAPForEveryCaller(t *testing.T) {
+	p := startProxy(t, proxyOptions{
+		config:  `{"directives":["SecRuleEngine On"],"off_worker":{"threads":2}}`,
+		workers: 3,
+	})
+	p.do(t, request{path: "/"})
+	sized := p.logLines(t, "Go runtime: ")
+	want := "Go runtime: 6 Ps for 3 Envoy workers and 2 inspection threads"
+	if len(sized) == 0 || sized[len(sized)-1] != want {
+		t.Errorf("want the runtime sized last as %q; the module logged %q", want, sized)
 	}
 }

@@ -225,6 +225,19 @@ func (p *proxy) log(t testing.TB) string {
 	return string(b)
 }
 
+// logLines returns, for every line of Envoy's log that holds marker, the
+// line from marker on.
+func (p *proxy) logLines(t testing.TB, marker string) []string {
+	t.Helper()
+	var lines []string
+	for _, line := range strings.Split(p.log(t), "\n") {
+		if i := strings.Index(line, marker); i >= 0 {
+			lines = append(lines, strings.TrimSpace(line[i:]))
+		}
+	}
+	return lines
+}
+
 var ruleIDPattern = regexp.MustCompile(`\[id "(\d+)"\]`)
 
 // loggedRuleIDs lists the rule ids of ModSecurity-style lines in the log.

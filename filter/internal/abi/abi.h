@@ -65,6 +65,7 @@ typedef envoy_dynamic_module_type_on_http_filter_request_trailers_status envoy_d
 typedef enum { LOCAL_REPLY_CONTINUE, LOCAL_REPLY_CONTINUE_AND_RESET } envoy_dynamic_module_type_on_http_filter_local_reply_status;
 
 // Callbacks exported by Envoy (prefix envoy_dynamic_module_callback_).
+uint32_t envoy_dynamic_module_callback_get_concurrency(void);
 void envoy_dynamic_module_callback_log(envoy_dynamic_module_type_log_level level, envoy_dynamic_module_type_module_buffer message);
 bool envoy_dynamic_module_callback_log_enabled(envoy_dynamic_module_type_log_level level);
 

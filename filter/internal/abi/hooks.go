@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/wafsweep/wafsweep/filter/internal/lifecycle"
+	"github.com/wafsweep/wafsweep/filter/internal/workerp"
 	"github.com/wafsweep/wafsweep/filter/waf"
 )
 
@@ -18,6 +19,7 @@ import (
 
 //export envoy_dynamic_module_on_program_init
 func envoy_dynamic_module_on_program_init() C.envoy_dynamic_module_type_abi_version_module_ptr {
+	readEnvoyWorkers()
 	return C.wafsweep_abi_version_ptr()
 }
 
@@ -97,6 +99,7 @@ func envoy_dynamic_module_on_http_filter_new(configPtr C.envoy_dynamic_module_ty
 //export envoy_dynamic_module_on_http_filter_request_headers
 func envoy_dynamic_module_on_http_filter_request_headers(envoyPtr C.envoy_dynamic_module_type_http_filter_envoy_ptr,
 	modulePtr C.envoy_dynamic_module_type_http_filter_module_ptr, endOfStream C.bool) (status C.envoy_dynamic_module_type_on_http_filter_request_headers_status) {
+	workerp.Keep()
 	s := stream{envoyPtr}
 	var f *httpFilter
 	defer func() {
@@ -105,7 +108,6 @@ func envoy_dynamic_module_on_http_filter_request_headers(envoyPtr C.envoy_dynami
 		}
 	}()
 	f = objectOf[httpFilter](modulePtr)
-	keepWorkerP() // once per request is often enough under traffic
 	if f.life.Failed() {
 		return closedOrOpen(f, reqHeadersStop, reqHeadersContinue)
 	}
@@ -132,6 +134,7 @@ func envoy_dynamic_module_on_http_filter_request_headers(envoyPtr C.envoy_dynami
 //export envoy_dynamic_module_on_http_filter_request_body
 func envoy_dynamic_module_on_http_filter_request_body(envoyPtr C.envoy_dynamic_module_type_http_filter_envoy_ptr,
 	modulePtr C.envoy_dynamic_module_type_http_filter_module_ptr, endOfStream C.bool) (status C.envoy_dynamic_module_type_on_http_filter_request_body_status) {
+	workerp.Keep()
 	s := stream{envoyPtr}
 	var f *httpFilter
 	defer func() {
@@ -160,6 +163,7 @@ func envoy_dynamic_module_on_http_filter_request_body(envoyPtr C.envoy_dynamic_m
 //export envoy_dynamic_module_on_http_filter_request_trailers
 func envoy_dynamic_module_on_http_filter_request_trailers(envoyPtr C.envoy_dynamic_module_type_http_filter_envoy_ptr,
 	modulePtr C.envoy_dynamic_module_type_http_filter_module_ptr) (status C.envoy_dynamic_module_type_on_http_filter_request_trailers_status) {
+	workerp.Keep()
 	s := stream{envoyPtr}
 	var f *httpFilter
 	defer func() {
@@ -183,6 +187,7 @@ func envoy_dynamic_module_on_http_filter_request_trailers(envoyPtr C.envoy_dynam
 //export envoy_dynamic_module_on_http_filter_response_headers
 func envoy_dynamic_module_on_http_filter_response_headers(envoyPtr C.envoy_dynamic_module_type_http_filter_envoy_ptr,
 	modulePtr C.envoy_dynamic_module_type_http_filter_module_ptr, endOfStream C.bool) (status C.envoy_dynamic_module_type_on_http_filter_response_headers_status) {
+	workerp.Keep()
 	s := stream{envoyPtr}
 	var f *httpFilter
 	defer func() {
@@ -202,6 +207,7 @@ func envoy_dynamic_module_on_http_filter_response_headers(envoyPtr C.envoy_dynam
 //export envoy_dynamic_module_on_http_filter_response_body
 func envoy_dynamic_module_on_http_filter_response_body(envoyPtr C.envoy_dynamic_module_type_http_filter_envoy_ptr,
 	modulePtr C.envoy_dynamic_module_type_http_filter_module_ptr, endOfStream C.bool) (status C.envoy_dynamic_module_type_on_http_filter_response_body_status) {
+	workerp.Keep()
 	s := stream{envoyPtr}
 	var f *httpFilter
 	defer func() {
@@ -221,6 +227,7 @@ func envoy_dynamic_module_on_http_filter_response_body(envoyPtr C.envoy_dynamic_
 //export envoy_dynamic_module_on_http_filter_response_trailers
 func envoy_dynamic_module_on_http_filter_response_trailers(envoyPtr C.envoy_dynamic_module_type_http_filter_envoy_ptr,
 	modulePtr C.envoy_dynamic_module_type_http_filter_module_ptr) (status C.envoy_dynamic_module_type_on_http_filter_response_trailers_status) {
+	workerp.Keep()
 	s := stream{envoyPtr}
 	var f *httpFilter
 	defer func() {
@@ -242,6 +249,7 @@ func envoy_dynamic_module_on_http_filter_response_trailers(envoyPtr C.envoy_dyna
 //export envoy_dynamic_module_on_http_filter_stream_complete
 func envoy_dynamic_module_on_http_filter_stream_complete(envoyPtr C.envoy_dynamic_module_type_http_filter_envoy_ptr,
 	modulePtr C.envoy_dynamic_module_type_http_filter_module_ptr) {
+	workerp.Keep()
 	s := stream{envoyPtr}
 	var f *httpFilter
 	defer func() {

@@ -7,13 +7,13 @@ import "C"
 
 import (
 	"fmt"
-	"runtime"
 	"runtime/debug"
 	"sync"
 
 	"github.com/wafsweep/wafsweep/filter/internal/cpulimit"
 	"github.com/wafsweep/wafsweep/filter/internal/lifecycle"
 	"github.com/wafsweep/wafsweep/filter/internal/offload"
+	"github.com/wafsweep/wafsweep/filter/internal/workerp"
 	"github.com/wafsweep/wafsweep/filter/waf"
 )
 
@@ -67,8 +67,8 @@ var inspectionPool struct {
 // config asks for (by default one per CPU Envoy may use: its affinity,
 // capped by its cgroup's quota), or nil when the config keeps inspection in
 // place. The Go runtime gets enough Ps for Envoy's workers to call in while
-// every inspection thread runs Go code: a worker waiting for a P would be
-// the very stall the pool exists to avoid.
+// every inspection thread runs Go code (see workerp.ProcsFor): a worker waiting for
+// a P would be the very stall the pool exists to avoid.
 func offloadPool(settings waf.OffWorker) *offload.Pool {
 	if settings.Enabled == nil || !*settings.Enabled {
 		return nil
@@ -86,9 +86,7 @@ func offloadPool(settings waf.OffWorker) *offload.Pool {
 	if err := pool.Grow(threads); err != nil {
 		logError("inspection threads run at normal priority: %v", err)
 	}
-	if want := cpus + pool.Threads(); runtime.GOMAXPROCS(0) < want {
-		runtime.GOMAXPROCS(want)
-	}
+	sizeProcs(pool.Threads())
 	return pool
 }
 
@@ -222,6 +220,7 @@ func (f *httpFilter) resume(s stream) {
 //export envoy_dynamic_module_on_http_filter_scheduled
 func envoy_dynamic_module_on_http_filter_scheduled(envoyPtr C.envoy_dynamic_module_type_http_filter_envoy_ptr,
 	modulePtr C.envoy_dynamic_module_type_http_filter_module_ptr, _ C.uint64_t) {
+	workerp.Keep()
 	s := stream{envoyPtr}
 	var f *httpFilter
 	defer func() {
