@@ -16,27 +16,33 @@ import (
 // sweep.
 const adminTimeout = 5 * time.Second
 
-// adminClient talks to one Envoy's admin interface on 127.0.0.1.
-type adminClient struct {
+// Admin talks to one Envoy's admin interface: this machine's Envoy on
+// 127.0.0.1, or a pod's through its port-forward.
+type Admin struct {
 	base   string
 	client *http.Client
 }
 
-func newAdminClient(port int) *adminClient {
-	return &adminClient{
-		base: fmt.Sprintf("http://127.0.0.1:%d", port),
+// NewAdmin is a client of the admin interface at base ("http://host:port").
+func NewAdmin(base string) *Admin {
+	return &Admin{
+		base: base,
 		client: &http.Client{
 			Timeout: adminTimeout,
-			// No proxy: the admin port is local whatever the environment says.
+			// No proxy: the admin port is local (or a local port-forward)
+			// whatever the environment says.
 			Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 2},
 		},
 	}
 }
 
-func (a *adminClient) close() { a.client.CloseIdleConnections() }
+func newAdminClient(port int) *Admin { return NewAdmin(fmt.Sprintf("http://127.0.0.1:%d", port)) }
+
+// Close drops the client's idle connections.
+func (a *Admin) Close() { a.client.CloseIdleConnections() }
 
 // get returns the body of a 200 response to GET path.
-func (a *adminClient) get(ctx context.Context, path string) ([]byte, error) {
+func (a *Admin) get(ctx context.Context, path string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+path, nil)
 	if err != nil {
 		return nil, fmt.Errorf("envoyproc: admin %s: %w", path, err)
@@ -56,7 +62,7 @@ func (a *adminClient) get(ctx context.Context, path string) ([]byte, error) {
 	return body, nil
 }
 
-func (a *adminClient) ready(ctx context.Context) bool {
+func (a *Admin) ready(ctx context.Context) bool {
 	_, err := a.get(ctx, "/ready")
 	return err == nil
 }
@@ -71,7 +77,13 @@ func (p *Process) AdminGet(ctx context.Context, path string) ([]byte, error) {
 // "http.ingress_http.downstream_rq_completed". It asks the admin interface
 // for that stat alone, so sampling it costs Envoy's main thread little.
 func (p *Process) Counter(ctx context.Context, name string) (uint64, error) {
-	body, err := p.admin.get(ctx, "/stats?format=json&filter="+url.QueryEscape("^"+regexp.QuoteMeta(name)+"$"))
+	return p.admin.Counter(ctx, name)
+}
+
+// Counter reads one counter or gauge by its full name (see
+// Process.Counter).
+func (a *Admin) Counter(ctx context.Context, name string) (uint64, error) {
+	body, err := a.get(ctx, "/stats?format=json&filter="+url.QueryEscape("^"+regexp.QuoteMeta(name)+"$"))
 	if err != nil {
 		return 0, err
 	}
@@ -84,6 +96,21 @@ func (p *Process) Counter(ctx context.Context, name string) (uint64, error) {
 		return 0, fmt.Errorf("envoyproc: admin stats have no %s", name)
 	}
 	return v, nil
+}
+
+// DownstreamCompleted reads the cumulative downstream_rq_completed of the
+// HTTP connection manager whose stat prefix is statPrefix, bounded by the
+// admin timeout: the proxy's own count of the requests it served.
+func (a *Admin) DownstreamCompleted(statPrefix string) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	n, err := a.Counter(ctx, "http."+statPrefix+".downstream_rq_completed")
+	return int64(n), err
+}
+
+// DownstreamCompleted is Admin.DownstreamCompleted of this Envoy.
+func (p *Process) DownstreamCompleted(statPrefix string) (int64, error) {
+	return p.admin.DownstreamCompleted(statPrefix)
 }
 
 // Stats returns every counter and gauge by name (histograms and text

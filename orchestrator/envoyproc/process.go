@@ -22,7 +22,7 @@ const startupLogLines = 20
 type Process struct {
 	*childproc.Child
 	opts      Options
-	admin     *adminClient
+	admin     *Admin
 	startedAt time.Time
 }
 
@@ -136,7 +136,7 @@ func (p *Process) LogPath() string { return p.opts.LogPath }
 // exit and then sends SIGKILL. It is safe to call more than once and after
 // the process exited by itself. The error reports an unclean exit.
 func (p *Process) Stop() error {
-	defer p.admin.close()
+	defer p.admin.Close()
 	if err := p.Terminate(syscall.SIGTERM, p.opts.StopGrace); err != nil {
 		return fmt.Errorf("envoyproc: envoy: %w", err)
 	}

@@ -342,9 +342,12 @@ func TestOrphanHelper(t *testing.T) {
 }
 
 func TestEnvoyDiesWithItsParent(t *testing.T) {
-	pidFile := filepath.Join(t.TempDir(), "pid")
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
 	helper := exec.Command(os.Args[0], "-test.run=^TestOrphanHelper$")
-	helper.Env = append(os.Environ(), orphanHelperEnv+"="+pidFile)
+	// The helper exits without its cleanup: its own temporary
+	// directories go under ours, which this test removes.
+	helper.Env = append(os.Environ(), orphanHelperEnv+"="+pidFile, "TMPDIR="+dir)
 	if out, err := helper.CombinedOutput(); err != nil {
 		t.Fatalf("helper: %v\n%s", err, out)
 	}

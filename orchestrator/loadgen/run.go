@@ -27,9 +27,8 @@ var percentiles = []float64{50, 90, 99, 99.9}
 
 // Result is one step's outcome.
 type Result struct {
-	// With a Window (Run's results), the counts, rate and latency below
-	// are the window's (latency corrected); without one (a remote Fortio
-	// server), Fortio's totals over its run.
+	// The counts, rate and latency below are the window's (latency
+	// corrected); Fortio's count of the whole run is RunCompleted.
 	TargetQPS float64
 	ActualQPS float64
 	Duration  time.Duration // measured time
@@ -51,8 +50,7 @@ type Result struct {
 	// RawJSON is Fortio's result JSON without the base64 request payload.
 	RawJSON []byte
 	// Window is the measured window, counted call by call: what a step's
-	// verdict rests on. Nil when the load generator cannot say (a remote
-	// Fortio server); the fields above then cover the whole run.
+	// verdict rests on (the sweep refuses a result without one).
 	Window *Window
 }
 
@@ -117,7 +115,7 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 	if runErr != nil {
 		return Result{}, fmt.Errorf("loadgen: fortio run against %s: %w", spec.URL, runErr)
 	}
-	result, err := ResultFromFortio(spec, res)
+	result, err := resultFromFortio(spec, res)
 	result.LoadgenCPUSeconds = cpuAfter - cpuBefore
 	if err != nil {
 		return Result{}, err
@@ -260,10 +258,9 @@ func abortOnCancel(ctx context.Context, aborter *periodic.Aborter) (release func
 	return func() { close(finished) }
 }
 
-// ResultFromFortio counts a Fortio run the sweep's way, whether it ran in
-// this process or in a Fortio server (the Kubernetes targets decode its
-// JSON into the same type). LoadgenCPUSeconds is left to the caller.
-func ResultFromFortio(spec Spec, res *fhttp.HTTPRunnerResults) (Result, error) {
+// resultFromFortio counts a Fortio run the sweep's way (Run then takes the
+// window's counts). LoadgenCPUSeconds is left to the caller.
+func resultFromFortio(spec Spec, res *fhttp.HTTPRunnerResults) (Result, error) {
 	raw, err := rawJSONWithoutPayload(res)
 	if err != nil {
 		return Result{}, err

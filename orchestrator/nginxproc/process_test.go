@@ -230,7 +230,9 @@ func TestNginxDiesWithItsParent(t *testing.T) {
 	installation(t)
 	dir := t.TempDir()
 	helper := exec.Command(os.Args[0], "-test.run=^TestOrphanHelper$")
-	helper.Env = append(os.Environ(), orphanHelperEnv+"="+dir)
+	// The helper exits without its cleanup: its own temporary
+	// directories go under ours, which this test removes.
+	helper.Env = append(os.Environ(), orphanHelperEnv+"="+dir, "TMPDIR="+dir)
 	if out, err := helper.CombinedOutput(); err != nil {
 		t.Fatalf("helper: %v\n%s", err, out)
 	}

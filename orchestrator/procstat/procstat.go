@@ -131,16 +131,35 @@ func PinProcess(pid int, cpus []int) error {
 
 // CPUModel is the first "model name" of /proc/cpuinfo.
 func CPUModel() string {
+	model, _ := CPUInfo()
+	return model
+}
+
+// CPUInfo is the first "model name" of /proc/cpuinfo and its number of
+// processors: the machine's (or, in a container, its node's) CPUs, which
+// unlike runtime.NumCPU do not depend on this process's cpuset.
+func CPUInfo() (model string, cpus int) {
 	b, err := os.ReadFile("/proc/cpuinfo")
 	if err != nil {
-		return "unknown"
+		return "unknown", 0
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if name, value, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(name) == "model name" {
-			return strings.TrimSpace(value)
+	return parseCPUInfo(string(b))
+}
+
+func parseCPUInfo(text string) (model string, cpus int) {
+	model = "unknown"
+	for _, line := range strings.Split(text, "\n") {
+		name, value, ok := strings.Cut(line, ":")
+		switch strings.TrimSpace(name) {
+		case "processor":
+			cpus++
+		case "model name":
+			if ok && model == "unknown" {
+				model = strings.TrimSpace(value)
+			}
 		}
 	}
-	return "unknown"
+	return model, cpus
 }
 
 // ParseCPUList parses a kernel-style CPU list such as "0-2,5".
@@ -169,6 +188,17 @@ func ParseCPUList(s string) ([]int, error) {
 		return nil, fmt.Errorf("CPU list %q is empty", s)
 	}
 	return cpus, nil
+}
+
+// CommonCPUs lists the CPUs of a that b also holds, in a's order.
+func CommonCPUs(a, b []int) []int {
+	var common []int
+	for _, c := range a {
+		if slices.Contains(b, c) {
+			common = append(common, c)
+		}
+	}
+	return common
 }
 
 // FormatCPUList is the inverse of ParseCPUList for sorted lists.

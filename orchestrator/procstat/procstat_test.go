@@ -140,3 +140,22 @@ func TestParseSteal(t *testing.T) {
 		t.Errorf("this machine's steal: %v", err)
 	}
 }
+
+func TestParseCPUInfo(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		model      string
+		cpus       int
+	}{
+		{"two x86 CPUs", "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Processor\nflags\t: fpu\n\nprocessor\t: 1\nmodel name\t: Intel(R) Xeon(R) Processor\n", "Intel(R) Xeon(R) Processor", 2},
+		{"arm64 without model name", "processor\t: 0\nBogoMIPS\t: 50.00\n\nprocessor\t: 1\nBogoMIPS\t: 50.00\n", "unknown", 2},
+		{"empty", "", "unknown", 0},
+	} {
+		if model, cpus := parseCPUInfo(tc.text); model != tc.model || cpus != tc.cpus {
+			t.Errorf("%s: parseCPUInfo = %q, %d; want %q, %d", tc.name, model, cpus, tc.model, tc.cpus)
+		}
+	}
+	if model, cpus := CPUInfo(); cpus < 1 || model == "" {
+		t.Errorf("this machine's CPUInfo = %q, %d", model, cpus)
+	}
+}

@@ -43,6 +43,11 @@ func startMetadata(opts Options) (dataset.Metadata, error) {
 		Plan: opts.Plan, Versions: opts.Versions, CPUModel: procstat.CPUModel(), Cores: runtime.NumCPU(),
 		CoreAssignment: desc.CoreAssignment, Target: opts.Target.Name(), Identity: opts.Identity, Notes: desc.Notes,
 	}
+	if desc.CPUModel != "" {
+		// The proxy runs elsewhere (a cluster node): its processor is the
+		// one the figures are about, not this workstation's.
+		m.CPUModel, m.Cores = desc.CPUModel, desc.Cores
+	}
 	return m, dataset.WriteMetadata(path, m)
 }
 

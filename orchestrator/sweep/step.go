@@ -53,6 +53,11 @@ func (c *configRun) step(ctx context.Context, rate int, kind knee.Kind, sloMs fl
 	if err != nil {
 		return c.invalid(row, "load generator: "+err.Error()), nil
 	}
+	if res.Window == nil {
+		// Every target's load generator is package loadgen's; totals over
+		// a whole run would be judged as if they were the window's.
+		return c.invalid(row, "load generator: no measured window in its result"), nil
+	}
 	window, err := edges.result()
 	if err != nil && !c.deployed.Restarted() {
 		return row, err
@@ -80,7 +85,6 @@ func (c *configRun) spec(rate, connections int) loadgen.Spec {
 
 // edgeSample is the proxy as it was at one edge of the window.
 type edgeSample struct {
-	at        time.Time
 	usage     target.Usage
 	completed int64 // the proxy's own count; -1 when it has none
 }
@@ -95,7 +99,7 @@ type windowEdges struct {
 }
 
 func (w *windowEdges) sample(loadgen.Edge) {
-	s := edgeSample{at: time.Now(), completed: -1}
+	s := edgeSample{completed: -1}
 	u, err := w.deployed.Usage()
 	s.usage = u
 	if pc, ok := w.deployed.(target.ProxyCounter); ok && err == nil {
@@ -198,23 +202,14 @@ func (c *configRun) fill(row *dataset.StepRow, res loadgen.Result, edges [2]edge
 }
 
 // fillCounts takes the step's counts and latency from the load
-// generator's window, or, when it has none (a remote Fortio server), from
-// its totals over the measured run and the edges' times.
+// generator's window (res.Window, never nil here), the proxy's own count
+// from the edges.
 func fillCounts(row *dataset.StepRow, res loadgen.Result, edges [2]edgeSample) {
 	row.SocketsOpened = res.SocketsOpened
 	if edges[0].completed >= 0 && edges[1].completed >= 0 {
 		row.ProxyCompleted = edges[1].completed - edges[0].completed
 	}
 	w := res.Window
-	if w == nil {
-		row.WindowS = edges[1].at.Sub(edges[0].at).Seconds()
-		row.Scheduled, row.Completed = res.Scheduled, res.Completed
-		row.Non2xx, row.SocketErrors = res.Non2xx, res.SocketErrors
-		row.AchievedRPS = res.ActualQPS
-		row.P50Ms, row.P90Ms, row.P99Ms, row.P999Ms, row.MaxMs = res.P50Ms, res.P90Ms, res.P99Ms, res.P999Ms, res.MaxMs
-		row.P50RawMs, row.P99RawMs = res.P50Ms, res.P99Ms
-		return
-	}
 	row.WindowS = w.Seconds()
 	row.Scheduled = int64(math.Round(w.Scheduled))
 	row.Completed, row.Non2xx, row.SocketErrors = w.Completed, w.Non2xx, w.SocketErrors

@@ -84,4 +84,9 @@ type Usage struct {
 type Description struct {
 	CoreAssignment map[string]string // role -> CPU list
 	Notes          []string
+	// CPUModel and Cores name the processor of the proxy's machine when
+	// it is not this one (a cluster node); empty, the metadata names this
+	// machine's.
+	CPUModel string
+	Cores    int
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
 	"github.com/wafsweep/wafsweep/orchestrator/sweep"
 
+	"github.com/wafsweep/wafsweep/orchestrator/target/kube"
 	"github.com/wafsweep/wafsweep/orchestrator/target/kube/image"
 	"github.com/wafsweep/wafsweep/orchestrator/target/kube/launch"
 )
@@ -36,7 +37,7 @@ func (k *kubeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&k.kindCluster, "kind-cluster", "wafsweep", "kind: cluster to create or reuse")
 	fs.StringVar(&k.kindNodeImage, "kind-node-image", "", "kind: node image for a new cluster (default: kind's)")
 	fs.IntVar(&k.proxyCores, "proxy-cores", 2, "kind/kube: Envoy's exclusive cores, also its --concurrency")
-	fs.IntVar(&k.loadgenCores, "loadgen-cores", 2, "kind/kube: the Fortio server's cores")
+	fs.IntVar(&k.loadgenCores, "loadgen-cores", 2, "kind/kube: the load generator's cores")
 	fs.StringVar(&k.proxyMemory, "proxy-memory", "1Gi", "kind/kube: Envoy's memory (request = limit)")
 	fs.StringVar(&k.envoy, "envoy", "", "kind/kube: the Envoy binary put in the image (default <repo>/build/envoy)")
 	fs.StringVar(&k.podBinary, "pod-binary", "", "kind/kube: the static wafsweep-pod binary put in the image (default <repo>/build/wafsweep-pod)")
@@ -86,10 +87,9 @@ func (f sweepFlags) kubeSweepOptions(p plan.Plan, errs []error, root, resultsDir
 		id = f.sweepID
 	}
 	tgt, err := f.kube.target(f.target, id, root, module, os.Stderr)
-	errs = append(errs, err)
-	if err == nil {
-		errs = append(errs, tgt.CheckModule(p))
-	}
+	// The flavors are checked even when the target's own flags are bad:
+	// every problem is reported at once.
+	errs = append(errs, err, kube.CheckFlavors(p))
 	if err := errors.Join(errs...); err != nil {
 		return sweep.Options{}, err
 	}

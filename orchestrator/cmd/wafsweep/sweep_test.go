@@ -150,3 +150,34 @@ func TestEveryFlagIsDocumented(t *testing.T) {
 		}
 	})
 }
+
+// Every command of the usage text is in the orchestrator's reference, as
+// it is run ("`wafsweep compare ...").
+func TestEveryCommandIsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	commands := usageCommands(usage)
+	if len(commands) < 5 {
+		t.Fatalf("read %d commands off the usage text: %q", len(commands), commands)
+	}
+	for _, c := range commands {
+		if !strings.Contains(string(doc), "`wafsweep "+c) {
+			t.Errorf("wafsweep %s is not in orchestrator/README.md", c)
+		}
+	}
+}
+
+// usageCommands are the names the usage text lists under "commands:", each
+// the first word of a line indented by two spaces.
+func usageCommands(text string) []string {
+	_, list, _ := strings.Cut(text, "commands:\n")
+	var out []string
+	for _, line := range strings.Split(list, "\n") {
+		if name, ok := strings.CutPrefix(line, "  "); ok && name != "" && name[0] != ' ' {
+			out = append(out, strings.Fields(name)[0])
+		}
+	}
+	return out
+}

@@ -18,18 +18,20 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/wafsweep/wafsweep/orchestrator/envoyconfig"
+	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
 	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
 	"github.com/wafsweep/wafsweep/orchestrator/target"
 	"github.com/wafsweep/wafsweep/orchestrator/target/kube/bootstrap"
-	"github.com/wafsweep/wafsweep/orchestrator/target/kube/fortio"
 	"github.com/wafsweep/wafsweep/orchestrator/target/kube/portforward"
+	"github.com/wafsweep/wafsweep/orchestrator/target/kube/remoteload"
 	"github.com/wafsweep/wafsweep/orchestrator/target/kube/rollout"
 	"github.com/wafsweep/wafsweep/orchestrator/target/kube/spec"
 )
 
 // Deploy implements target.Target. The direct flavor needs nothing new:
-// Fortio loads the backend pod. The others roll Envoy to the
+// the load generator loads the backend pod. The others roll Envoy to the
 // configuration's bootstrap.
 func (k *Kube) Deploy(ctx context.Context, d target.Deployment) (target.Deployed, error) {
 	k.mu.Lock()
@@ -129,6 +131,9 @@ func (k *Kube) deployEnvoy(ctx context.Context, d target.Deployment) (*deployed,
 	if !p.Exclusive && !k.opts.AllowSharedCPUs {
 		return fail(fmt.Errorf("Envoy's cpuset is not exclusive (%s): enable the static CPU manager on the proxy nodes (see the README), or allow shared CPUs", p.Why))
 	}
+	if err := k.checkOwnCPUs(ctx, p); err != nil {
+		return fail(err)
+	}
 	dep.placement = p
 	if err := writePlacement(d.RunDir, p); err != nil {
 		return fail(err)
@@ -141,6 +146,7 @@ func (k *Kube) deployEnvoy(ctx context.Context, d target.Deployment) (*deployed,
 		return fail(err)
 	}
 	dep.url = dep.control.URL(o.Ports.EnvoyListen)
+	dep.admin = envoyproc.NewAdmin(dep.control.URL(o.Ports.EnvoyAdmin))
 	dep.dataURL = fmt.Sprintf("http://%s:%d", k.dataHost(pod), o.Ports.EnvoyListen)
 	return dep, nil
 }
@@ -168,8 +174,9 @@ type deployed struct {
 	restarts  int32
 	placement placement
 	control   *portforward.Tunnel
-	url       string // control: the pre-check's base URL, through the port-forward
-	dataURL   string // data plane: what Fortio loads, pod to pod
+	admin     *envoyproc.Admin // Envoy's admin through control; nil for direct
+	url       string           // control: the pre-check's base URL, through the port-forward
+	dataURL   string           // data plane: what the load generator loads, pod to pod
 
 	mu       sync.Mutex
 	peakSeen uint64
@@ -186,6 +193,15 @@ func (d *deployed) ProxyCores() float64 {
 		return 0
 	}
 	return float64(d.kube.opts.Spec.Proxy.Cores())
+}
+
+// ProxyCompleted reads Envoy's downstream_rq_completed through the admin
+// port-forward (the direct flavor has no proxy to count).
+func (d *deployed) ProxyCompleted() (int64, error) {
+	if d.admin == nil {
+		return -1, nil
+	}
+	return d.admin.DownstreamCompleted(envoyconfig.HTTPStatPrefix)
 }
 
 // waitReady polls Envoy's admin /ready through the port-forward.
@@ -211,39 +227,20 @@ func (d *deployed) waitReady(ctx context.Context, timeout time.Duration) error {
 	return nil
 }
 
-// RunLoad runs the step on the in-cluster Fortio against the data-plane
-// address and charges it the Fortio container's CPU. A Fortio server
-// reports totals only, not each call: the warm-up is a run of its own, the
-// window's edges are marked around the measured run, and Result.Window is
-// nil (the sweep then judges the step on the proxy's own counters where
-// it has them, see package sweep).
+// RunLoad runs the step on the in-cluster load generator against the
+// data-plane address, as package loadgen runs it on the local target:
+// warm-up, window and tail in one run, counted call by call inside the
+// window. spec.OnEdge runs here as each edge arrives from the pod, so the
+// proxy is sampled at the window's edges (late by the port-forward's
+// latency). The step is charged the load generator container's CPU.
 func (d *deployed) RunLoad(ctx context.Context, spec loadgen.Spec) (loadgen.Result, error) {
-	if spec.Warmup > 0 {
-		warm := spec
-		warm.Duration, warm.Warmup, warm.OnEdge = spec.Warmup, 0, nil
-		if _, err := d.runRemote(ctx, warm); err != nil && ctx.Err() != nil {
-			return loadgen.Result{}, ctx.Err()
-		}
-	}
-	spec.Warmup = 0
-	if spec.OnEdge != nil {
-		spec.OnEdge(loadgen.WindowStart)
-	}
-	res, err := d.runRemote(ctx, spec)
-	if spec.OnEdge != nil && err == nil {
-		spec.OnEdge(loadgen.WindowEnd)
-	}
-	return res, err
-}
-
-func (d *deployed) runRemote(ctx context.Context, spec loadgen.Spec) (loadgen.Result, error) {
 	rest, ok := strings.CutPrefix(spec.URL, d.url)
 	if !ok {
 		return loadgen.Result{}, fmt.Errorf("load URL %s is not under the deployment's URL %s", spec.URL, d.url)
 	}
 	spec.URL = d.dataURL + rest
 	k := d.kube
-	fortioPod, client, err := k.fortioClient()
+	fortioPod, client, err := k.loadgenClient()
 	if err != nil {
 		return loadgen.Result{}, err
 	}
@@ -320,6 +317,9 @@ func (d *deployed) Teardown() error {
 	}
 	d.torn = true
 	d.mu.Unlock()
+	if d.admin != nil {
+		d.admin.Close()
+	}
 	if d.control != nil {
 		d.control.Close()
 	}
@@ -338,9 +338,9 @@ func (d *deployed) Teardown() error {
 	return k.applier.WaitPodsGone(ctx, k.opts.Spec.Namespace, labels.SelectorFromSet(spec.Selector(spec.Envoy)).String(), k.opts.RolloutTimeout)
 }
 
-// fortioClient is the Fortio REST client through its port-forward,
+// loadgenClient is the load generator's client through its port-forward,
 // reopened if it broke (an API server restart must not end the sweep).
-func (k *Kube) fortioClient() (*corev1.Pod, fortio.Client, error) {
+func (k *Kube) loadgenClient() (*corev1.Pod, remoteload.Client, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.fortio == nil || k.fortio.Err() != nil {
@@ -350,9 +350,9 @@ func (k *Kube) fortioClient() (*corev1.Pod, fortio.Client, error) {
 		t, err := portforward.Open(k.opts.Config, k.client, k.opts.Spec.Namespace, k.fortioPod.Name, k.opts.Spec.Ports.Fortio)
 		if err != nil {
 			k.fortio = nil
-			return nil, fortio.Client{}, fmt.Errorf("reopening the port-forward to the Fortio server: %w", err)
+			return nil, remoteload.Client{}, fmt.Errorf("reopening the port-forward to the load generator: %w", err)
 		}
 		k.fortio = t
 	}
-	return k.fortioPod, fortio.Client{BaseURL: k.fortio.URL(k.opts.Spec.Ports.Fortio)}, nil
+	return k.fortioPod, remoteload.Client{BaseURL: k.fortio.URL(k.opts.Spec.Ports.Fortio)}, nil
 }

@@ -1,13 +1,14 @@
 // Package kube is the Kubernetes target: each configuration runs as an
 // Envoy Deployment (with the corazawaf module for WAF flavors) on a proxy
-// node, in front of a backend, loaded by a Fortio server on another node,
+// node, in front of a backend, loaded by the pod program's load generator
+// (package remoteload: package loadgen's window-exact steps) on another node,
 // all in a namespace of the sweep's own. The same sweep, the same datasets
 // as the local target; the load goes pod to pod by pod IP, and only control
-// (Envoy's admin and the pre-check, the Fortio REST API, the cgroup agents)
+// (Envoy's admin and the pre-check, the load generator's API, the cgroup agents)
 // goes through port-forwards.
 //
 // Prepare deploys what every configuration shares (namespace, cgroup
-// agents, backend, Fortio) and once a vanilla Envoy, to verify and record
+// agents, backend, load generator) and once a vanilla Envoy, to verify and record
 // that the proxy is Guaranteed with an exclusive cpuset before any number
 // is taken. Deploy rolls Envoy to a configuration's bootstrap; Teardown
 // scales it to zero; Close deletes the namespace.
@@ -77,6 +78,8 @@ type Kube struct {
 	fortio     *portforward.Tunnel
 	agents     map[string]*portforward.Tunnel // node name -> agent tunnel
 	assignment map[string]string
+	placed     map[string]placement // role -> its verified placement
+	proxyCPU   cgroup.NodeCPU       // the proxy node's processor, read at Prepare
 	notes      []string
 }
 
@@ -127,13 +130,12 @@ func (k *Kube) Name() string { return k.opts.Name }
 func (k *Kube) Describe() target.Description {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	d := target.Description{CoreAssignment: map[string]string{}}
+	d := target.Description{CoreAssignment: map[string]string{}, CPUModel: k.proxyCPU.Model, Cores: k.proxyCPU.CPUs}
 	for role, a := range k.assignment {
 		d.CoreAssignment[role] = a
 	}
 	d.Notes = append(append(d.Notes, k.opts.Notes...), k.notes...)
-	d.Notes = append(d.Notes, "load from an in-cluster Fortio server (REST API), pod to pod; its requests carry Fortio's X-On-Behalf-Of header, one header more than the local target's",
-		"the Fortio server reports totals, not each call: steps count its whole measured run and its latency is not corrected for coordinated omission; the proxy's CPU is sampled around the measured run",
+	d.Notes = append(d.Notes, "load from an in-cluster load generator pod, pod to pod: the local target's window-exact steps (Fortio as a library), run in the pod and driven through a port-forward; the proxy's CPU is sampled when each window edge reaches the orchestrator, a port-forward's latency after it happened",
 		"proxy_rss_* columns hold the Envoy container's working set (cgroup usage minus inactive file pages, as the kubelet counts it), not a process RSS; the lifetime peak is the cgroup's, page cache included")
 	if !k.prepared {
 		d.Notes = append(d.Notes, "kubernetes target described before Prepare: placement not verified")
@@ -170,7 +172,7 @@ func CheckFlavors(p plan.Plan) error {
 }
 
 // Prepare creates the namespace, the cgroup agents, the backend and the
-// Fortio server, then deploys a vanilla Envoy once to verify and record
+// load generator, then deploys a vanilla Envoy once to verify and record
 // its QoS class and cpuset, and stops it again.
 func (k *Kube) Prepare(ctx context.Context) error {
 	o := k.opts.Spec
@@ -210,6 +212,7 @@ func (k *Kube) Prepare(ctx context.Context) error {
 	k.mu.Lock()
 	k.backendPod, k.fortioPod, k.fortio = backend, fortioPod, fortioTunnel
 	k.assignment = map[string]string{}
+	k.placed = map[string]placement{}
 	k.notes = nil
 	k.mu.Unlock()
 
@@ -243,6 +246,7 @@ func (k *Kube) Prepare(ctx context.Context) error {
 	}
 	k.record("proxy", probe.placement)
 	k.notePlatform(ctx, probe.placement.Node)
+	k.readProxyCPU(ctx, probe.placement.Node)
 	if err := probe.Teardown(); err != nil {
 		return err
 	}
@@ -257,8 +261,27 @@ func (k *Kube) record(role string, p placement) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	p.nodesShareCPUs = k.opts.NodesShareCPUs
+	k.placed[role] = p
 	k.assignment[role] = p.String()
 	k.notes = append(k.notes, fmt.Sprintf("%s: pod %s on node %s, QoS %s, cpuset %s (%s)", role, p.Pod, p.Node, p.QOSClass, p.CPUs, p.exclusivity()))
+}
+
+// readProxyCPU asks the proxy node's agent for its processor, which the
+// metadata names instead of this machine's. A node it cannot be read from
+// is named "unknown", with the reason in the notes.
+func (k *Kube) readProxyCPU(ctx context.Context, node string) {
+	var cpu cgroup.NodeCPU
+	agent, err := k.agent(ctx, node)
+	if err == nil {
+		cpu, err = agent.CPU(ctx)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if err != nil {
+		cpu = cgroup.NodeCPU{Model: "unknown"}
+		k.notes = append(k.notes, fmt.Sprintf("proxy node %s: processor not read: %v", node, err))
+	}
+	k.proxyCPU = cpu
 }
 
 // notePlatform records the nodes' platform details once per node.

@@ -30,7 +30,7 @@ import (
 var fake struct {
 	once     sync.Once
 	cp       *testenv.ControlPlane
-	fortio   *testenv.FortioStub
+	loadgen  *testenv.LoadgenStub
 	cleanup  func()
 	skip     string // why the fake-cluster tests cannot run
 	setupErr error
@@ -98,7 +98,7 @@ func startFakeCluster() (func(), error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	fake.cp, fake.fortio = fc.ControlPlane, fc.Fortio
+	fake.cp, fake.loadgen = fc.ControlPlane, fc.Loadgen
 	fmt.Printf("kube tests: control plane and 4 kwok nodes ready in %v\n", time.Since(started).Round(time.Millisecond))
 	return func() { fc.Stop(); os.RemoveAll(dir) }, nil
 }
@@ -326,8 +326,9 @@ func TestCloseDeletesEverything(t *testing.T) {
 }
 
 // A whole sweep through the kube target: real control plane, real
-// scheduling and rollouts, real port-forwards; the load step is stubbed at
-// the Fortio REST boundary, which must see pod IPs, never a port-forward.
+// scheduling and rollouts, real port-forwards; the load step is stubbed
+// behind the load generator pod's real protocol, and must be sent to pod
+// IPs, never a port-forward.
 func TestSweepEndToEndOnFakeCluster(t *testing.T) {
 	k := newFakeTarget(t, "wafsweep-sweep")
 	ctx := t.Context()
@@ -351,7 +352,7 @@ func TestSweepEndToEndOnFakeCluster(t *testing.T) {
 	p.Warmup, p.Measure, p.Cooldown = 200*time.Millisecond, 2*time.Second, 0
 	p.FloorRPS, p.Confirm = 0, false
 	out := t.TempDir()
-	runsBefore := len(fake.fortio.Runs())
+	runsBefore := len(fake.loadgen.Specs())
 	err = sweep.Run(ctx, sweep.Options{Plan: p, Target: k, SweepID: "kwok", OutDir: out,
 		RulesetsDir: filepath.Join(root, "rulesets"), CommandLine: []string{"wafsweep", "sweep", "--target", "kube"}})
 	if err != nil {
@@ -372,20 +373,35 @@ func TestSweepEndToEndOnFakeCluster(t *testing.T) {
 			t.Errorf("%s at %d: proxy resources not read from its cgroup: cpu %v peak %v cores/1k %v", s.ConfigID, s.TargetRPS, s.ProxyCPUS, s.ProxyRSSPeakMB, s.CoresPer1k)
 		}
 		if !(s.LoadgenCPUS > 0) {
-			t.Errorf("%s at %d: load generator CPU not read from the Fortio container", s.ConfigID, s.TargetRPS)
+			t.Errorf("%s at %d: load generator CPU not read from its container", s.ConfigID, s.TargetRPS)
 		}
 	}
-	runs := fake.fortio.Runs()[runsBefore:]
-	if len(runs) != 12 {
-		t.Errorf("%d Fortio runs, want a warm-up and a measured run per step", len(runs))
+	runs := fake.loadgen.Specs()[runsBefore:]
+	if len(runs) != 6 {
+		t.Errorf("%d load runs, want one per step (warm-up, window and tail in one run)", len(runs))
 	}
 	for _, r := range runs {
-		url := r["url"].(string)
-		if !strings.HasPrefix(url, "http://10.244.") || !strings.HasSuffix(url, "/api/orders") {
-			t.Errorf("Fortio was sent to %s: want a pod IP (the data plane never uses a port-forward)", url)
+		if !strings.HasPrefix(r.URL, "http://10.244.") || !strings.HasSuffix(r.URL, "/api/orders") {
+			t.Errorf("the load generator was sent to %s: want a pod IP (the data plane never uses a port-forward)", r.URL)
 		}
-		if r["uniform"] != "on" || r["nocatchup"] != "on" || r["r"] != "0.0001" || r["c"] != "4" || r["X"] != "POST" {
-			t.Errorf("run options differ from the local target's: %v", r)
+		if r.Connections != 4 || r.Method != "POST" || r.Warmup != p.Warmup || r.Duration != p.Measure || len(r.Body) == 0 {
+			t.Errorf("step differs from the plan: %d connections, %s, warm-up %v, window %v, %d body bytes",
+				r.Connections, r.Method, r.Warmup, r.Duration, len(r.Body))
+		}
+	}
+	for _, s := range steps {
+		// Envoy's own count (admin, through the port-forward) crosses
+		// the load generator's; the direct flavor has no proxy to ask.
+		if want := s.Completed; s.Flavor == plan.FlavorDirect {
+			if s.ProxyCompleted != -1 {
+				t.Errorf("%s at %d: proxy count %d without a proxy", s.ConfigID, s.TargetRPS, s.ProxyCompleted)
+			}
+		} else if s.ProxyCompleted != want {
+			t.Errorf("%s at %d: proxy counted %d in the window, the load generator %d", s.ConfigID, s.TargetRPS, s.ProxyCompleted, want)
+		}
+		if s.WindowS != p.Measure.Seconds() || !(s.P99RawMs > 0) || !(s.LoadgenLatenessP99Ms > 0) {
+			t.Errorf("%s at %d: not a window-exact step: window %v s, raw p99 %v, lateness p99 %v",
+				s.ConfigID, s.TargetRPS, s.WindowS, s.P99RawMs, s.LoadgenLatenessP99Ms)
 		}
 	}
 	meta, err := dataset.ReadMetadata(filepath.Join(out, sweep.MetadataFile))
@@ -394,6 +410,11 @@ func TestSweepEndToEndOnFakeCluster(t *testing.T) {
 	}
 	if meta.Target != dataset.TargetKube || meta.FinishedAt.IsZero() || !strings.Contains(meta.CoreAssignment["proxy"], "exclusive") {
 		t.Errorf("metadata: target %s, finished %v, proxy %q", meta.Target, meta.FinishedAt, meta.CoreAssignment["proxy"])
+	}
+	// The processor named is the proxy node's, read by its agent, not
+	// this machine's.
+	if meta.CPUModel != testenv.FakeNodeCPUModel || meta.Cores != 4 {
+		t.Errorf("metadata names CPU %q x %d, want the proxy node's %q x 4", meta.CPUModel, meta.Cores, testenv.FakeNodeCPUModel)
 	}
 	knees, err := dataset.ReadKnees(filepath.Join(out, sweep.KneesFile))
 	if err != nil {

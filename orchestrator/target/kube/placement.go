@@ -3,9 +3,11 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,7 +36,7 @@ type placement struct {
 func (p placement) exclusivity() string {
 	switch {
 	case p.Exclusive && p.nodesShareCPUs:
-		return "exclusive within its node only, not truly exclusive: kind nodes share the machine's CPUs"
+		return "exclusive within its node; kind nodes share the machine, so the proxy's cpuset is checked against the others'"
 	case p.Exclusive:
 		return "exclusive"
 	case p.Cores == 0:
@@ -100,6 +102,103 @@ func judge(r cgroup.Reading, cores int) (exclusive bool, why string, sized bool,
 	}
 	exclusive, why, err = cgroup.Exclusive(r.CPUs, r.SharedCPUs, cores)
 	return exclusive, why, len(cpus) == cores, err
+}
+
+// checkOwnCPUs refuses a proxy whose cpuset overlaps the load generator's
+// or the backend's on the same machine (kind's nodes are all one machine;
+// elsewhere, the same node): its "exclusive" cores would not be its own.
+// With AllowSharedCPUs the overlap is noted instead.
+//
+// A shared-pool container on the proxy's own node was placed before the
+// proxy's cores became exclusive: it is read again until the CPU manager's
+// reconcile loop has moved it off them. An overlap across kind's nodes
+// never heals, and is judged at once.
+func (k *Kube) checkOwnCPUs(ctx context.Context, proxy placement) error {
+	deadline := time.Now().Add(exclusiveWait)
+	for {
+		role, overlap, err := k.overlap(proxy)
+		if err != nil || overlap == "" {
+			return err
+		}
+		k.mu.Lock()
+		other := k.placed[role]
+		k.mu.Unlock()
+		if other.Node != proxy.Node || other.Exclusive || time.Now().After(deadline) {
+			return k.refuseOrNote(overlap)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+		if err := k.replace(ctx, role); err != nil {
+			return err
+		}
+	}
+}
+
+// overlap names the first role whose cpuset shares CPUs with the proxy's
+// on one machine, and says how ("" when none does).
+func (k *Kube) overlap(proxy placement) (role, overlap string, err error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	cpus, err := procstat.ParseCPUList(proxy.CPUs)
+	if err != nil {
+		return "", "", fmt.Errorf("the proxy's cpuset: %w", err)
+	}
+	for _, role := range []string{"loadgen", "backend"} {
+		other, ok := k.placed[role]
+		if !ok || (!k.opts.NodesShareCPUs && other.Node != proxy.Node) {
+			continue
+		}
+		theirs, err := procstat.ParseCPUList(other.CPUs)
+		if err != nil {
+			return "", "", fmt.Errorf("the %s's cpuset: %w", role, err)
+		}
+		if shared := procstat.CommonCPUs(cpus, theirs); len(shared) > 0 {
+			return role, fmt.Sprintf("the proxy's cpuset %s (node %s) shares CPUs %s with the %s's %s (node %s) on one machine",
+				proxy.CPUs, proxy.Node, procstat.FormatCPUList(shared), role, other.CPUs, other.Node), nil
+		}
+	}
+	return "", "", nil
+}
+
+// refuseOrNote is an overlap's error, or with AllowSharedCPUs its note
+// (once: every configuration's Envoy is checked).
+func (k *Kube) refuseOrNote(overlap string) error {
+	if !k.opts.AllowSharedCPUs {
+		return errors.New(overlap + ": on kind, delete the cluster (kind delete cluster --name <cluster>) so that it is made with disjoint CPUs, or allow shared CPUs")
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if note := overlap + " (--allow-shared-cpus): knees, latency and cores per 1k RPS are not the proxy's alone"; !slices.Contains(k.notes, note) {
+		k.notes = append(k.notes, note)
+	}
+	return nil
+}
+
+// replace reads a shared-pool role's cpuset again and records it as the
+// role's placement: the metadata names the cpuset it was measured on.
+func (k *Kube) replace(ctx context.Context, role string) error {
+	k.mu.Lock()
+	pod, container, cores := k.fortioPod, spec.Fortio, k.placed[role].Cores
+	if role == "backend" {
+		pod, container = k.backendPod, spec.Backend
+	}
+	k.mu.Unlock()
+	if pod == nil {
+		return fmt.Errorf("the %s has no pod to read its cpuset from", role)
+	}
+	p, err := k.place(ctx, pod, container, cores)
+	if err != nil {
+		return err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	p.nodesShareCPUs = k.opts.NodesShareCPUs
+	k.placed[role] = p
+	k.assignment[role] = p.String()
+	return nil
 }
 
 // writePlacement records a deployment's placement in its run directory.

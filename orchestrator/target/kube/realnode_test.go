@@ -51,7 +51,7 @@ func realNodeSources(t *testing.T, root string) image.Sources {
 }
 
 // One real node (kubelet, containerd, runc, static CPU manager) running
-// real Envoy with the module, the backend and a real Fortio server in
+// real Envoy with the module, the backend and the real load generator in
 // pods from the locally built image: a short sweep step through the kube
 // target, data plane on 127.0.0.1 (host-network pods), Envoy pinned to
 // the node's one exclusive CPU.
@@ -179,14 +179,25 @@ func TestRealNodeSweepStep(t *testing.T) {
 		t.Fatalf("steps: %+v %v", steps, err)
 	}
 	s := steps[0]
-	t.Logf("real node step: %s at %d rps: %s, completed %d/%d, p99 %.2f ms, proxy CPU %.3f s, loadgen CPU %.3f s, RSS peak %.1f MB (sweep %v)",
-		s.ConfigID, s.TargetRPS, s.Verdict, s.Completed, s.Scheduled, s.P99Ms, s.ProxyCPUS, s.LoadgenCPUS, s.ProxyRSSPeakMB, time.Since(sweepStart).Round(time.Millisecond))
+	t.Logf("real node step: %s at %d rps: %s, completed %d/%d (Envoy counted %d), p99 %.2f ms, proxy CPU %.3f s, loadgen CPU %.3f s, RSS peak %.1f MB (sweep %v)",
+		s.ConfigID, s.TargetRPS, s.Verdict, s.Completed, s.Scheduled, s.ProxyCompleted, s.P99Ms, s.ProxyCPUS, s.LoadgenCPUS, s.ProxyRSSPeakMB, time.Since(sweepStart).Round(time.Millisecond))
 	// Pass or fail is the machine's business (its one shared core also
 	// serves whatever else runs here, builds included); the step must have
 	// been measured, every answer a 200 through the WAF.
 	if s.Verdict == dataset.VerdictInvalid || s.Completed == 0 || s.Completed > s.Scheduled || s.Non2xx != 0 || s.SocketErrors != 0 ||
 		!(s.ProxyCPUS > 0) || !(s.ProxyRSSPeakMB > 0) || !(s.LoadgenCPUS > 0) || s.RawFile == "" {
-		t.Errorf("the step through real Envoy, module and Fortio: %+v", s)
+		t.Errorf("the step through real Envoy, module and the load generator: %+v", s)
+	}
+	// Counted inside the window by the pod's load generator, not over
+	// its whole run.
+	if s.WindowS < 2.9 || s.WindowS > 3.2 || !(s.P99RawMs > 0) || !(s.LoadgenLatenessP99Ms >= 0) {
+		t.Errorf("not a window-exact step: window %v s, raw p99 %v ms, lateness p99 %v ms", s.WindowS, s.P99RawMs, s.LoadgenLatenessP99Ms)
+	}
+	// Envoy's own count over the window, read through the admin
+	// port-forward at each edge, within the sweep's slack of the load
+	// generator's.
+	if d := s.ProxyCompleted - s.Completed; s.ProxyCompleted < 0 || d < -5 || d > 5 {
+		t.Errorf("Envoy counted %d requests in the window, the load generator %d", s.ProxyCompleted, s.Completed)
 	}
 	meta, err := dataset.ReadMetadata(filepath.Join(out, sweep.MetadataFile))
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"time"
 
 	"github.com/wafsweep/wafsweep/orchestrator/backend"
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
@@ -89,12 +88,12 @@ func New(opts Options) (*Local, error) {
 		if err := opts.BackendCost.Validate(); err != nil {
 			errs = append(errs, err)
 		}
-		if shared := sharedCPUs(opts.BackendCPUs, opts.LoadgenCPUs); len(shared) > 0 {
+		if shared := procstat.CommonCPUs(opts.BackendCPUs, opts.LoadgenCPUs); len(shared) > 0 {
 			errs = append(errs, fmt.Errorf("a calibration backend shares CPUs %s with the load generator: give it its own with --backend-cpus, or its capacity is not known",
 				procstat.FormatCPUList(shared)))
 		}
 	}
-	if shared := sharedCPUs(opts.ProxyCPUs, opts.LoadgenCPUs); len(shared) > 0 && !opts.SharedCPUs {
+	if shared := procstat.CommonCPUs(opts.ProxyCPUs, opts.LoadgenCPUs); len(shared) > 0 && !opts.SharedCPUs {
 		errs = append(errs, fmt.Errorf("--proxy-cpus and --loadgen-cpus share CPUs %s: give the proxy its own cores (or accept it with --allow-shared-cpus)",
 			procstat.FormatCPUList(shared)))
 	}
@@ -115,17 +114,6 @@ func New(opts Options) (*Local, error) {
 		runtime.GOMAXPROCS(len(opts.LoadgenCPUs))
 	}
 	return &Local{opts: opts, envoyErr: envoyErr}, nil
-}
-
-// sharedCPUs lists the proxy's CPUs that the load generator also uses.
-func sharedCPUs(proxy, loadgen []int) []int {
-	var shared []int
-	for _, c := range proxy {
-		if slices.Contains(loadgen, c) {
-			shared = append(shared, c)
-		}
-	}
-	return shared
 }
 
 func span(lo, hi int) []int {
@@ -152,7 +140,7 @@ func (l *Local) Describe() target.Description {
 	if len(l.opts.BackendCommand) == 0 {
 		d.Notes = append(d.Notes, "backend ran inside the load generator's process: backend saturation is not checked")
 	}
-	if shared := sharedCPUs(l.opts.ProxyCPUs, l.opts.LoadgenCPUs); len(shared) > 0 {
+	if shared := procstat.CommonCPUs(l.opts.ProxyCPUs, l.opts.LoadgenCPUs); len(shared) > 0 {
 		d.Notes = append(d.Notes, "proxy shares CPUs "+procstat.FormatCPUList(shared)+
 			" with the load generator (--allow-shared-cpus): knees, latency and cores per 1k RPS are not the proxy's alone")
 	}
@@ -292,10 +280,7 @@ func (d *deployed) ProxyCompleted() (int64, error) {
 	if d.envoy == nil {
 		return -1, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	n, err := d.envoy.Counter(ctx, "http."+envoyconfig.HTTPStatPrefix+".downstream_rq_completed")
-	return int64(n), err
+	return d.envoy.DownstreamCompleted(envoyconfig.HTTPStatPrefix)
 }
 
 func (d *deployed) RunLoad(ctx context.Context, spec loadgen.Spec) (loadgen.Result, error) {

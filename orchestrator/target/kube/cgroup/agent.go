@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/wafsweep/wafsweep/orchestrator/procstat"
 )
 
 // Reading is the agent's answer: the container's sample and the agent's
@@ -17,10 +19,22 @@ type Reading struct {
 	SharedCPUs string `json:"shared_cpus"`
 }
 
-// Handler serves GET /container?pod=UID&id=CONTAINER_ID and /healthz.
-// sharedCPUs reports the agent's own CPU list.
+// NodeCPU is the node's processor as the agent sees it in /proc/cpuinfo:
+// what a sweep's metadata names, rather than the workstation's.
+type NodeCPU struct {
+	Model string `json:"model"`
+	CPUs  int    `json:"cpus"`
+}
+
+// Handler serves GET /container?pod=UID&id=CONTAINER_ID, /cpu (the node's
+// NodeCPU) and /healthz. sharedCPUs reports the agent's own CPU list.
 func Handler(r *Reader, sharedCPUs func() (string, error)) http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /cpu", func(w http.ResponseWriter, _ *http.Request) {
+		model, cpus := procstat.CPUInfo()
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(NodeCPU{Model: model, CPUs: cpus})
+	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		io.WriteString(w, "ok\n")
 	})
@@ -54,30 +68,42 @@ const requestTimeout = 5 * time.Second
 
 // Read returns the agent's reading of one container.
 func (c Client) Read(ctx context.Context, podUID, containerID string) (Reading, error) {
+	var r Reading
+	err := c.get(ctx, "/container?"+url.Values{"pod": {podUID}, "id": {containerID}}.Encode(), &r)
+	return r, err
+}
+
+// CPU returns the agent's node's processor.
+func (c Client) CPU(ctx context.Context) (NodeCPU, error) {
+	var n NodeCPU
+	err := c.get(ctx, "/cpu", &n)
+	return n, err
+}
+
+// get decodes the JSON answer to GET path into out.
+func (c Client) get(ctx context.Context, path string, out any) error {
 	hc := c.HTTP
 	if hc == nil {
 		hc = &http.Client{Timeout: requestTimeout}
 	}
-	u := c.BaseURL + "/container?" + url.Values{"pod": {podUID}, "id": {containerID}}.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.BaseURL+path, nil)
 	if err != nil {
-		return Reading{}, err
+		return err
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return Reading{}, fmt.Errorf("cgroup agent: %w", err)
+		return fmt.Errorf("cgroup agent: %w", err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	if err != nil {
-		return Reading{}, fmt.Errorf("cgroup agent: %w", err)
+		return fmt.Errorf("cgroup agent: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return Reading{}, fmt.Errorf("cgroup agent: %s: %s", resp.Status, body)
+		return fmt.Errorf("cgroup agent: %s: %s", resp.Status, body)
 	}
-	var r Reading
-	if err := json.Unmarshal(body, &r); err != nil {
-		return Reading{}, fmt.Errorf("cgroup agent: %w", err)
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("cgroup agent: %w", err)
 	}
-	return r, nil
+	return nil
 }

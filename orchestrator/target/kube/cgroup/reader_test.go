@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/wafsweep/wafsweep/orchestrator/procstat"
 )
 
 func write(t *testing.T, dir string, files map[string]string) {
@@ -102,6 +104,14 @@ func TestAgentRoundTrip(t *testing.T) {
 	}
 	if _, err := (Client{BaseURL: srv.URL}).Read(context.Background(), podUID, "other"); err == nil {
 		t.Fatal("an unknown container read without error")
+	}
+	// The node's processor, as /proc/cpuinfo names it where the agent runs.
+	cpu, err := Client{BaseURL: srv.URL}.CPU(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if model, cpus := procstat.CPUInfo(); cpu.Model != model || cpu.CPUs != cpus || cpus < 1 {
+		t.Errorf("node CPU %+v, want %q x %d", cpu, model, cpus)
 	}
 }
 

@@ -5,9 +5,11 @@
 // generator, as the GKE node pools are.
 //
 // kind nodes are containers sharing this machine's CPUs: a cpuset that is
-// exclusive inside one node may overlap another node's, so kind numbers
-// reproduce the method, not the isolation (the target notes it in the
-// metadata).
+// exclusive inside one node would overlap another node's, so each worker's
+// kubelet reserves every CPU but its own (Layout). The nodes still share
+// the machine's caches, memory bandwidth and kernel: kind numbers
+// reproduce the method, not a production node (the target notes it in
+// the metadata).
 package kind
 
 import (
@@ -20,30 +22,42 @@ import (
 	"sigs.k8s.io/kind/pkg/cluster"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 
+	"github.com/wafsweep/wafsweep/orchestrator/procstat"
 	"github.com/wafsweep/wafsweep/orchestrator/target/kube/spec"
 )
 
 // DefaultName is the cluster's name unless the user gives one.
 const DefaultName = "wafsweep"
 
-// kubeletPatch turns on the static CPU manager on every node, keeping CPU 0
-// for the system (the static policy needs a reservation).
-const kubeletPatch = `kind: KubeletConfiguration
-cpuManagerPolicy: static
-reservedSystemCPUs: "0"
-`
+// kubeletPatch turns on the static CPU manager on every node, reserving
+// the system's CPUs (the static policy needs a reservation); each worker
+// widens the reservation with its own flag (workerPatch).
+func kubeletPatch(l Layout) string {
+	return fmt.Sprintf("kind: KubeletConfiguration\ncpuManagerPolicy: static\nreservedSystemCPUs: %q\n", procstat.FormatCPUList(l.System))
+}
+
+// workerPatch makes a worker's kubelet reserve every CPU but own. The
+// kubelet's flag overrides the cluster-wide configuration, which kubeadm
+// join would not take per node; kind merges kubeletExtraArgs into the
+// kubeadm API version it renders (a map, or v1beta4's name/value list).
+func workerPatch(l Layout, own []int) []string {
+	if l.Shared {
+		return nil
+	}
+	return []string{fmt.Sprintf("kind: JoinConfiguration\nnodeRegistration:\n  kubeletExtraArgs:\n    reserved-cpus: %q\n", l.reservedFor(own))}
+}
 
 // Config is the cluster: a control plane, a proxy worker and a load
-// generator worker.
-func Config() *v1alpha4.Cluster {
+// generator worker, with the CPUs of l.
+func Config(l Layout) *v1alpha4.Cluster {
 	cfg := &v1alpha4.Cluster{
 		TypeMeta: v1alpha4.TypeMeta{Kind: "Cluster", APIVersion: "kind.x-k8s.io/v1alpha4"},
 		Nodes: []v1alpha4.Node{
 			{Role: v1alpha4.ControlPlaneRole},
-			{Role: v1alpha4.WorkerRole, Labels: map[string]string{spec.NodeLabelProxy: "true"}},
-			{Role: v1alpha4.WorkerRole, Labels: map[string]string{spec.NodeLabelLoadgen: "true"}},
+			{Role: v1alpha4.WorkerRole, Labels: map[string]string{spec.NodeLabelProxy: "true"}, KubeadmConfigPatches: workerPatch(l, l.Proxy)},
+			{Role: v1alpha4.WorkerRole, Labels: map[string]string{spec.NodeLabelLoadgen: "true"}, KubeadmConfigPatches: workerPatch(l, l.Loadgen)},
 		},
-		KubeadmConfigPatches: []string{kubeletPatch},
+		KubeadmConfigPatches: []string{kubeletPatch(l)},
 	}
 	v1alpha4.SetDefaultsCluster(cfg)
 	return cfg
@@ -57,10 +71,12 @@ type Cluster struct {
 	Created bool
 }
 
-// Ensure reuses the cluster name if it exists, or creates it (which needs
-// the kind node image present locally or pullable by the container
-// runtime; nodeImage empty uses kind's default).
-func Ensure(name, nodeImage string) (*Cluster, error) {
+// Ensure reuses the cluster name if it exists, or creates it with the CPUs
+// of layout (which needs the kind node image present locally or pullable
+// by the container runtime; nodeImage empty uses kind's default). A
+// reused cluster keeps the CPUs it was made with: the target checks the
+// cpusets it is given.
+func Ensure(name, nodeImage string, layout Layout) (*Cluster, error) {
 	if name == "" {
 		name = DefaultName
 	}
@@ -78,7 +94,7 @@ func Ensure(name, nodeImage string) (*Cluster, error) {
 		return c, nil
 	}
 	opts := []cluster.CreateOption{
-		cluster.CreateWithV1Alpha4Config(Config()),
+		cluster.CreateWithV1Alpha4Config(Config(layout)),
 		cluster.CreateWithWaitForReady(3 * time.Minute),
 		cluster.CreateWithDisplayUsage(false),
 		cluster.CreateWithDisplaySalutation(false),

@@ -59,6 +59,11 @@ func (o Options) Validate() error {
 		if o.Registry != "" {
 			errs = append(errs, errors.New("--registry: kind loads the image into its nodes, no registry is used"))
 		}
+		if o.ProxyCores >= 1 && o.LoadgenCores >= 1 {
+			if _, err := o.kindLayout(); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	case dataset.TargetKube:
 		if o.Registry == "" && o.Image == "" {
 			errs = append(errs, errors.New("--target kube needs --registry (where to push the image, e.g. REGION-docker.pkg.dev/PROJECT/REPO) or --image (a pushed one)"))
@@ -88,6 +93,17 @@ func (o Options) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// kindLayout lays this machine's CPUs out over the kind nodes: disjoint
+// for the proxy and the load generator workers, or (--allow-shared-cpus on
+// a machine too small) CPU 0 reserved on every node.
+func (o Options) kindLayout() (kind.Layout, error) {
+	machine, err := kind.MachineCPUs()
+	if err != nil {
+		return kind.Layout{}, err
+	}
+	return kind.PlanLayout(machine, o.ProxyCores, o.LoadgenCores, spec.Options{}.Defaults().Backend.Cores(), o.AllowSharedCPUs)
 }
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
@@ -165,9 +181,18 @@ func (t *Target) Start(ctx context.Context) error {
 	)
 	switch o.Target {
 	case dataset.TargetKind:
-		fmt.Fprintf(o.Progress, "[kind] using cluster %s\n", orDefault(o.KindCluster, kind.DefaultName))
-		if t.kind, err = kind.Ensure(o.KindCluster, o.KindNodeImage); err != nil {
+		layout, err := o.kindLayout()
+		if err != nil {
 			return err
+		}
+		fmt.Fprintf(o.Progress, "[kind] using cluster %s (%s)\n", orDefault(o.KindCluster, kind.DefaultName), layout)
+		if t.kind, err = kind.Ensure(o.KindCluster, o.KindNodeImage, layout); err != nil {
+			return err
+		}
+		if t.kind.Created {
+			notes = append(notes, "kind cluster created: "+layout.String())
+		} else {
+			notes = append(notes, "kind cluster reused: its nodes keep the CPUs they were created with; the proxy's cpuset is checked against the load generator's")
 		}
 		raw, err := t.kind.Kubeconfig()
 		if err != nil {
@@ -182,7 +207,7 @@ func (t *Target) Start(ctx context.Context) error {
 			}
 		}
 		pull = corev1.PullNever
-		notes = append(notes, "kind: nodes are containers sharing this machine's CPUs; the static CPU manager's cpusets are exclusive within a node only, not truly exclusive: reproduce the method here, plan capacity with a real cluster")
+		notes = append(notes, "kind: nodes are containers on this machine, sharing its caches, memory bandwidth and kernel: reproduce the method here, plan capacity with a real cluster")
 	case dataset.TargetKube:
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
 		if o.Kubeconfig != "" {

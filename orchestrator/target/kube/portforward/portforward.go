@@ -1,7 +1,7 @@
 // Package portforward opens port-forwards to pods through the API server,
 // as `kubectl port-forward` does (WebSocket tunnel, falling back to SPDY).
 // The Kubernetes targets use them for control only: Envoy's admin and the
-// pre-check, the Fortio REST API, the cgroup agents. Load never goes
+// pre-check, the load generator's API, the cgroup agents. Load never goes
 // through a port-forward.
 package portforward
 

@@ -121,19 +121,18 @@ func BackendDeployment(o Options) *appsv1ac.DeploymentApplyConfiguration {
 	return singleReplica(o, Backend, pod)
 }
 
-// FortioDeployment runs the Fortio REST server on the load generator pool,
-// never on the proxy's node. Its API listens on 127.0.0.1: it is driven
+// FortioDeployment runs the load generator on the load generator pool,
+// never on the proxy's node: the pod program's loadgen server, which runs
+// each step as package loadgen does on the local target (Fortio as a
+// library, window-exact). Its API listens on 127.0.0.1: it is driven
 // through a port-forward only, and nobody else in the cluster can start
 // load from it.
 func FortioDeployment(o Options) *appsv1ac.DeploymentApplyConfiguration {
 	fortio := container(o, Fortio, o.Loadgen).
-		WithCommand(PodBinaryPath, "fortio", "--listen", "127.0.0.1:"+itoa(o.Ports.Fortio), "--data", fortioDataDir).
-		WithReadinessProbe(execProbe("http://127.0.0.1:" + itoa(o.Ports.Fortio) + "/healthz")).
-		WithVolumeMounts(corev1ac.VolumeMount().WithName("data").WithMountPath(fortioDataDir))
+		WithCommand(PodBinaryPath, "loadgen", "--listen", "127.0.0.1:"+itoa(o.Ports.Fortio)).
+		WithReadinessProbe(execProbe("http://127.0.0.1:" + itoa(o.Ports.Fortio) + "/healthz"))
 	pod := podSpec(o, fortio).
-		WithNodeSelector(map[string]string{NodeLabelLoadgen: "true"}).
-		WithVolumes(corev1ac.Volume().WithName("data").WithEmptyDir(
-			corev1ac.EmptyDirVolumeSource().WithSizeLimit(resourceQuantity("512Mi"))))
+		WithNodeSelector(map[string]string{NodeLabelLoadgen: "true"})
 	if !o.SingleNode {
 		pod.WithAffinity(antiAffinity(Envoy))
 	}

@@ -1,6 +1,6 @@
 // Package spec builds the objects the Kubernetes targets apply, as typed
 // apply configurations: the sweep's namespace, the Envoy Deployment and its
-// bootstrap ConfigMap, the backend and the Fortio server Deployments, and
+// bootstrap ConfigMap, the backend and the load generator Deployments, and
 // the cgroup agent DaemonSet. Pure functions of Options, so that what the
 // orchestrator applies, the manifests/ kustomize bases and the tests agree.
 //
@@ -64,7 +64,6 @@ const (
 	WAFLogDir = "/var/log/corazawaf"
 	// HostCgroupDir is where the agent sees the node's /sys/fs/cgroup.
 	HostCgroupDir = "/host/sys/fs/cgroup"
-	fortioDataDir = "/var/lib/fortio"
 )
 
 // Ports of the components. On a pod network they may be the defaults; with
@@ -108,7 +107,7 @@ type Options struct {
 	Image      string
 	PullPolicy corev1.PullPolicy
 	Proxy      Size // Envoy; its cores are also --concurrency
-	Loadgen    Size // the Fortio server
+	Loadgen    Size // the load generator (Fortio as a library)
 	Backend    Size
 	Agent      Size // the cgroup agent, small and fractional: the shared pool
 	Ports      Ports

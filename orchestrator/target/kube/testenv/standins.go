@@ -10,14 +10,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"fortio.org/fortio/fhttp"
-	"fortio.org/fortio/periodic"
-	"fortio.org/fortio/stats"
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	dmfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/dynamic_modules/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
@@ -27,8 +24,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/wafsweep/wafsweep/filter/waf"
+	"github.com/wafsweep/wafsweep/orchestrator/envoyconfig"
 	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
 	"github.com/wafsweep/wafsweep/orchestrator/target/kube/cgroup"
+	"github.com/wafsweep/wafsweep/orchestrator/target/kube/remoteload"
 	"github.com/wafsweep/wafsweep/orchestrator/target/kube/spec"
 )
 
@@ -47,121 +46,114 @@ func ServeLocal(h http.Handler) (net.Listener, error) {
 	return ln, nil
 }
 
-// FortioStub is the Fortio REST API at its boundary: it records each run
-// request and answers with a result in which every scheduled call
-// succeeded, after the run's duration scaled down.
-type FortioStub struct {
-	mu       sync.Mutex
-	requests []map[string]any
-	results  map[string][]byte
-	nextID   int64
-	running  map[int64]time.Time // run ID -> end
-	spans    [][2]time.Time      // every run's start and end
+// LoadgenStub is the load generator pod at its boundary: the real
+// protocol (remoteload.Serve) in front of a stand-in for loadgen.Run, which
+// records each step, reports the window's edges a quarter of the window
+// apart and answers that every scheduled call got a 200 in about 1 ms.
+type LoadgenStub struct {
+	mu        sync.Mutex
+	specs     []loadgen.Spec
+	spans     [][2]time.Time // every run's start and end (zero while running)
+	completed int64          // calls the windows so far completed
+}
+
+// Completed counts the calls completed in every window so far, updated
+// before the window's end is reported.
+func (f *LoadgenStub) Completed() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.completed
 }
 
 // BusySeconds is how long runs have been active so far: the proxy's
 // stand-in cgroup burns CPU while load runs.
-func (f *FortioStub) BusySeconds() float64 {
+func (f *LoadgenStub) BusySeconds() float64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := time.Now()
 	total := 0.0
 	for _, s := range f.spans {
-		if now.Before(s[1]) {
-			total += now.Sub(s[0]).Seconds()
-		} else {
-			total += s[1].Sub(s[0]).Seconds()
+		end := s[1]
+		if end.IsZero() {
+			end = now
 		}
+		total += end.Sub(s[0]).Seconds()
 	}
 	return total
 }
 
-// NewFortioStub is a Fortio REST stand-in with no run yet.
-func NewFortioStub() *FortioStub {
-	return &FortioStub{results: map[string][]byte{}, running: map[int64]time.Time{}}
-}
-
-// Runs are the run requests received so far.
-func (f *FortioStub) Runs() []map[string]any {
+// Specs are the steps received so far.
+func (f *LoadgenStub) Specs() []loadgen.Spec {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]map[string]any(nil), f.requests...)
+	return slices.Clone(f.specs)
 }
 
-// ServeHTTP implements the REST API.
-func (f *FortioStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// Handler serves the stub through the real protocol.
+func (f *LoadgenStub) Handler() http.Handler { return remoteload.Serve(f.run) }
+
+func (f *LoadgenStub) run(ctx context.Context, spec loadgen.Spec) (loadgen.Result, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	switch {
-	case r.URL.Path == "/fortio/rest/run" && r.Method == http.MethodPost:
-		var req map[string]any
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
+	f.specs = append(f.specs, spec)
+	span := len(f.spans)
+	f.spans = append(f.spans, [2]time.Time{time.Now()})
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.spans[span][1] = time.Now()
+		f.mu.Unlock()
+	}()
+	wait := func(d time.Duration) error {
+		select {
+		case <-time.After(d):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
 		}
-		f.requests = append(f.requests, req)
-		f.nextID++
-		id := fmt.Sprintf("stub-%d", f.nextID)
-		raw, err := stubResult(req)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		f.results[id] = raw
-		d, _ := time.ParseDuration(req["t"].(string))
-		start := time.Now()
-		f.running[f.nextID] = start.Add(d / 4)
-		f.spans = append(f.spans, [2]time.Time{start, start.Add(d / 4)})
-		json.NewEncoder(w).Encode(map[string]any{"Message": "started", "RunID": f.nextID, "ResultID": id, "Count": 1})
-	case r.URL.Path == "/fortio/rest/status":
-		id, _ := strconv.ParseInt(r.URL.Query().Get("runid"), 10, 64)
-		statuses := map[string]any{}
-		if end, ok := f.running[id]; ok && time.Now().Before(end) {
-			statuses[strconv.FormatInt(id, 10)] = map[string]any{"RunID": id, "State": 2}
-		}
-		json.NewEncoder(w).Encode(map[string]any{"Statuses": statuses})
-	case strings.HasPrefix(r.URL.Path, "/fortio/data/"):
-		raw, ok := f.results[strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/fortio/data/"), ".json")]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		w.Write(raw)
-	default:
-		http.NotFound(w, r)
+	}
+	if err := wait(spec.Warmup / 4); err != nil {
+		return loadgen.Result{}, err
+	}
+	var w loadgen.Window
+	w.Start = time.Now()
+	if spec.OnEdge != nil {
+		spec.OnEdge(loadgen.WindowStart)
+	}
+	if err := wait(spec.Duration / 4); err != nil {
+		return loadgen.Result{}, err
+	}
+	w.End = w.Start.Add(spec.Duration)
+	res := stubResult(spec, w)
+	f.mu.Lock()
+	f.completed += res.Completed
+	f.mu.Unlock()
+	if spec.OnEdge != nil {
+		spec.OnEdge(loadgen.WindowEnd)
+	}
+	return res, nil
+}
+
+// stubResult is a window in which every scheduled call got a 200 in
+// about 1 ms, sent on time.
+func stubResult(spec loadgen.Spec, w loadgen.Window) loadgen.Result {
+	w.Scheduled = spec.QPS * spec.Duration.Seconds()
+	n := int64(w.Scheduled)
+	w.Completed, w.OK, w.Intended = n, n, n
+	w.Raw = loadgen.Latency{Samples: n, P50Ms: 1, P90Ms: 1.05, P99Ms: 1.09, P999Ms: 1.09, MaxMs: 1.1}
+	w.Corrected = w.Raw
+	w.Lateness = loadgen.Latency{Samples: n, P50Ms: 0.01, P90Ms: 0.02, P99Ms: 0.05, P999Ms: 0.08, MaxMs: 0.1}
+	l := w.Corrected
+	return loadgen.Result{
+		TargetQPS: spec.QPS, ActualQPS: w.AchievedQPS(), Duration: w.End.Sub(w.Start),
+		Scheduled: n, Completed: n, RunCompleted: n + int64(spec.QPS*spec.Warmup.Seconds()),
+		SocketsOpened: int64(spec.Connections), Codes: map[int]int64{200: n},
+		P50Ms: l.P50Ms, P90Ms: l.P90Ms, P99Ms: l.P99Ms, P999Ms: l.P999Ms, MaxMs: l.MaxMs,
+		LoadgenCPUSeconds: 0.01, RawJSON: []byte("{}"), Window: &w,
 	}
 }
 
-// stubResult is a Fortio result in which all scheduled calls got 200 in
-// about 1 ms.
-func stubResult(req map[string]any) ([]byte, error) {
-	qps, err := strconv.ParseFloat(req["qps"].(string), 64)
-	if err != nil {
-		return nil, err
-	}
-	d, err := time.ParseDuration(req["t"].(string))
-	if err != nil {
-		return nil, err
-	}
-	c, err := strconv.Atoi(req["c"].(string))
-	if err != nil {
-		return nil, err
-	}
-	n := loadgen.ScheduledCalls(qps, d, c)
-	h := stats.NewHistogram(0, 1e-4)
-	for i := int64(0); i < n; i++ {
-		h.Record(0.001 + float64(i%10)*1e-5)
-	}
-	res := fhttp.HTTPRunnerResults{
-		RunnerResults: periodic.RunnerResults{
-			RequestedQPS: req["qps"].(string), ActualQPS: qps, ActualDuration: d, NumThreads: c,
-			DurationHistogram: h.Export().CalcPercentiles([]float64{50, 90, 99, 99.9}),
-		},
-		RetCodes:    map[int]int64{200: n},
-		SocketCount: int64(c),
-	}
-	return json.Marshal(res)
-}
+// FakeNodeCPUModel is the processor the agent stand-in reports.
+const FakeNodeCPUModel = "kwok virtual CPU"
 
 // AgentStandIn serves the real cgroup agent handler over a cgroup v2 tree
 // it makes up: each container read gets a directory on first sight, whose
@@ -176,6 +168,11 @@ func AgentStandIn(root string, proxyCPUs, otherCPUs string, busy func() float64)
 	var mu sync.Mutex
 	born := map[string]time.Time{}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/cpu" {
+			// The kwok nodes' processor, which no workstation has.
+			json.NewEncoder(w).Encode(cgroup.NodeCPU{Model: FakeNodeCPUModel, CPUs: 4})
+			return
+		}
 		q := r.URL.Query()
 		if uid, id := q.Get("pod"), q.Get("id"); uid != "" && id != "" {
 			dir := filepath.Join(root, "kubepods.slice", "kubepods-pod"+strings.ReplaceAll(uid, "-", "_")+".slice", "cri-containerd-"+id+".scope")
@@ -207,14 +204,20 @@ func AgentStandIn(root string, proxyCPUs, otherCPUs string, busy func() float64)
 	})
 }
 
-// EnvoyAdminStandIn answers Envoy's /ready.
-func EnvoyAdminStandIn() http.Handler {
+// EnvoyAdminStandIn answers Envoy's /ready, and /stats with one counter,
+// downstream_rq_completed, which counts what the load generator stand-in
+// says completed: the proxy's count at the window's edges agrees with the
+// load generator's, as a real Envoy's does.
+func EnvoyAdminStandIn(completed func() int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/ready" {
+		switch r.URL.Path {
+		case "/ready":
 			io.WriteString(w, "LIVE\n")
-			return
+		case "/stats":
+			fmt.Fprintf(w, `{"stats":[{"name":"http.%s.downstream_rq_completed","value":%d}]}`, envoyconfig.HTTPStatPrefix, completed())
+		default:
+			http.NotFound(w, r)
 		}
-		http.NotFound(w, r)
 	})
 }
 
@@ -369,7 +372,7 @@ func BackendStandIn() http.Handler {
 // behind every pod port the targets port-forward to.
 type FakeCluster struct {
 	*ControlPlane
-	Fortio    *FortioStub
+	Loadgen   *LoadgenStub
 	listeners []net.Listener
 }
 
@@ -389,14 +392,14 @@ func StartFakeCluster(ctx context.Context, binDir, dir string, tainted bool) (*F
 	if err != nil {
 		return nil, err
 	}
-	fc := &FakeCluster{ControlPlane: cp, Fortio: NewFortioStub()}
+	fc := &FakeCluster{ControlPlane: cp, Loadgen: &LoadgenStub{}}
 	ports := spec.DefaultPorts()
 	standIns := map[int32]http.Handler{
 		ports.EnvoyListen: &ProxyStandIn{Client: cp.Client},
 		ports.Backend:     BackendStandIn(),
-		ports.EnvoyAdmin:  EnvoyAdminStandIn(),
-		ports.Fortio:      fc.Fortio,
-		ports.Agent:       AgentStandIn(filepath.Join(dir, "cgroup"), "2-3", "4-5", fc.Fortio.BusySeconds),
+		ports.EnvoyAdmin:  EnvoyAdminStandIn(fc.Loadgen.Completed),
+		ports.Fortio:      fc.Loadgen.Handler(),
+		ports.Agent:       AgentStandIn(filepath.Join(dir, "cgroup"), "2-3", "4-5", fc.Loadgen.BusySeconds),
 	}
 	forwards := map[int32]string{}
 	for port, h := range standIns {

@@ -1,5 +1,5 @@
 // Command wafsweep-pod is the one program of the Kubernetes targets' pods
-// besides Envoy: the benchmark backend, the Fortio REST server, the cgroup
+// besides Envoy: the benchmark backend, the load generator, the cgroup
 // agent, an HTTP probe for servers that listen on 127.0.0.1 only, and a
 // pause program for test nodes that must not pull the usual pause image.
 // Built statically (CGO_ENABLED=0) into the image by package image.
@@ -20,14 +20,14 @@ import (
 
 	"github.com/wafsweep/wafsweep/orchestrator/backend"
 	"github.com/wafsweep/wafsweep/orchestrator/target/kube/cgroup"
-	"github.com/wafsweep/wafsweep/orchestrator/target/kube/fortio"
+	"github.com/wafsweep/wafsweep/orchestrator/target/kube/remoteload"
 )
 
 const usage = `usage: wafsweep-pod <command> [flags]
 
 commands:
   backend        the benchmark backend (--listen)
-  fortio         the Fortio REST server (--listen, --data)
+  loadgen        runs the sweep's load steps, window-exact (--listen)
   cgroup-agent   serves containers' cgroup readings (--listen, --cgroup-root)
   probe URL      exits 0 iff GET URL answers 200 (readiness probes)
   pause          sleeps until SIGTERM (a pod sandbox)
@@ -45,8 +45,8 @@ func main() {
 	switch os.Args[1] {
 	case "backend":
 		os.Exit(backend.Main(args))
-	case "fortio":
-		err = serveFortio(ctx, args)
+	case "loadgen":
+		err = serveLoadgen(ctx, args)
 	case "cgroup-agent":
 		err = serveAgent(ctx, args)
 	case "probe":
@@ -63,14 +63,13 @@ func main() {
 	}
 }
 
-func serveFortio(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("fortio", flag.ContinueOnError)
-	listen := fs.String("listen", "127.0.0.1:8088", "address of the REST API")
-	data := fs.String("data", "/var/lib/fortio", "directory of the saved results")
+func serveLoadgen(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:8088", "address of the control API (reached through a port-forward)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	return serve(ctx, *listen, fortio.Handler(*data))
+	return serve(ctx, *listen, remoteload.Handler())
 }
 
 func serveAgent(ctx context.Context, args []string) error {

@@ -1,0 +1,44 @@
+// Package remoteload runs package loadgen's steps in another process: the
+// load generator pod of the Kubernetes targets. The pod serves Handler on
+// its loopback; the orchestrator reaches it through a port-forward with
+// Client. A step is the same loadgen.Run as on the local target, so it is
+// measured the same way: counts inside the window call by call, latency
+// corrected for coordinated omission, the load generator's lateness and
+// run delay. The window's edges are streamed to the client as they happen,
+// so the orchestrator samples the proxy at the same instants (late by the
+// port-forward's latency, a few milliseconds against windows of seconds).
+//
+// The wire format is a stream of gob messages on one HTTP response: gob
+// carries loadgen's types as they are (NaN latencies of empty samples
+// included, which JSON cannot), and a message is flushed the moment its
+// edge is reached.
+package remoteload
+
+import (
+	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
+)
+
+// RunPath is where Handler takes a step: POST, a gob-encoded loadgen.Spec
+// (its OnEdge is not sent).
+const RunPath = "/run"
+
+// HealthPath answers 200 once the handler serves.
+const HealthPath = "/healthz"
+
+// message is one element of the response stream: an edge of the window,
+// then the result or the error that ended the step. Kind says which, since
+// gob does not send zero values (WindowStart is 0).
+type message struct {
+	Kind   kind
+	Edge   loadgen.Edge
+	Result *loadgen.Result
+	Err    string
+}
+
+type kind int
+
+const (
+	kindEdge kind = iota + 1
+	kindResult
+	kindError
+)

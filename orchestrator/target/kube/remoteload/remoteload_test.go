@@ -1,0 +1,141 @@
+package remoteload
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
+)
+
+// backend counts the requests that reach it.
+func backend(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &hits
+}
+
+func pod(t *testing.T) Client {
+	t.Helper()
+	srv := httptest.NewServer(Handler())
+	t.Cleanup(srv.Close)
+	return Client{BaseURL: srv.URL}
+}
+
+// A remote step is loadgen's own: counted inside the window call by call,
+// its edges reported here while the load runs, a window apart.
+func TestRemoteStepIsWindowExact(t *testing.T) {
+	be, hits := backend(t)
+	var mu sync.Mutex
+	var edges []loadgen.Edge
+	var at []time.Time
+	spec := loadgen.Spec{URL: be.URL + "/", QPS: 200, Connections: 2, Warmup: 500 * time.Millisecond, Duration: 2 * time.Second,
+		OnEdge: func(e loadgen.Edge) {
+			mu.Lock()
+			defer mu.Unlock()
+			edges, at = append(edges, e), append(at, time.Now())
+		}}
+	res, err := pod(t).Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Window == nil {
+		t.Fatal("no window: the remote step was not window-exact")
+	}
+	if len(edges) != 2 || edges[0] != loadgen.WindowStart || edges[1] != loadgen.WindowEnd {
+		t.Fatalf("edges %v, want start then end", edges)
+	}
+	if gap := at[1].Sub(at[0]); gap < 1900*time.Millisecond || gap > 2300*time.Millisecond {
+		t.Errorf("edges arrived %v apart, the window is 2s", gap)
+	}
+	if w := res.Window.Seconds(); w < 1.95 || w > 2.1 {
+		t.Errorf("window %.3f s, want 2", w)
+	}
+	if res.Completed < 390 || res.Completed > 410 || res.Scheduled != 400 {
+		t.Errorf("completed %d of %d scheduled in the window, want about 400 of 400", res.Completed, res.Scheduled)
+	}
+	if res.RunCompleted <= res.Completed || int64(res.RunCompleted) > hits.Load() {
+		t.Errorf("run completed %d, window %d, backend saw %d: the run must include the warm-up", res.RunCompleted, res.Completed, hits.Load())
+	}
+	if res.Window.Corrected.Samples == 0 || res.P99Ms <= 0 || res.LoadgenCPUSeconds <= 0 || len(res.RawJSON) == 0 {
+		t.Errorf("result lost on the way: samples %d, p99 %v, loadgen CPU %v, raw %d bytes",
+			res.Window.Corrected.Samples, res.P99Ms, res.LoadgenCPUSeconds, len(res.RawJSON))
+	}
+}
+
+// Cancelling the client ends the remote run: the handler is free for the
+// next step soon after, and the load stops reaching the backend.
+func TestCancelEndsTheRemoteRun(t *testing.T) {
+	be, hits := backend(t)
+	c := pod(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	spec := loadgen.Spec{URL: be.URL + "/", QPS: 100, Connections: 1, Duration: time.Minute,
+		OnEdge: func(loadgen.Edge) { cancel() }}
+	start := time.Now()
+	if _, err := c.Run(ctx, spec); err == nil {
+		t.Fatal("a cancelled step returned no error")
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("cancel took %v", d)
+	}
+	time.Sleep(300 * time.Millisecond)
+	before := hits.Load()
+	time.Sleep(500 * time.Millisecond)
+	if after := hits.Load(); after != before {
+		t.Errorf("the backend still got %d requests after the cancel", after-before)
+	}
+	short := loadgen.Spec{URL: be.URL + "/", QPS: 100, Connections: 1, Duration: 200 * time.Millisecond}
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if _, err = c.Run(context.Background(), short); err == nil || !strings.Contains(err.Error(), "already running") {
+			break
+		}
+	}
+	if err != nil {
+		t.Errorf("the next step after a cancel: %v", err)
+	}
+}
+
+// The pod's errors reach the orchestrator with their text: a bad step, a
+// second step while one runs.
+func TestRemoteErrorsSayWhy(t *testing.T) {
+	be, _ := backend(t)
+	c := pod(t)
+	_, err := c.Run(context.Background(), loadgen.Spec{URL: be.URL + "/", QPS: 100, Connections: 1, Duration: time.Second, Host: "10.0.0.1"})
+	if err == nil || !strings.Contains(err.Error(), "numeric") {
+		t.Errorf("bad spec: %v, want loadgen's reason", err)
+	}
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Run(context.Background(), loadgen.Spec{URL: be.URL + "/", QPS: 50, Connections: 1, Duration: 2 * time.Second,
+			OnEdge: func(e loadgen.Edge) {
+				if e == loadgen.WindowStart {
+					close(started)
+				}
+			}})
+		done <- err
+	}()
+	select {
+	case <-started:
+	case err := <-done:
+		t.Fatalf("first step ended before its window: %v", err)
+	}
+	if _, err := c.Run(context.Background(), loadgen.Spec{URL: be.URL + "/", QPS: 50, Connections: 1, Duration: time.Second}); err == nil ||
+		!strings.Contains(err.Error(), "409") {
+		t.Errorf("second concurrent step: %v, want 409 Conflict", err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("first step: %v", err)
+	}
+}

@@ -1,0 +1,68 @@
+package remoteload
+
+import (
+	"context"
+	"encoding/gob"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
+)
+
+// RunFunc runs one step; loadgen.Run is the one the pod serves.
+type RunFunc func(ctx context.Context, spec loadgen.Spec) (loadgen.Result, error)
+
+// Handler serves loadgen.Run: the load generator pod's API.
+func Handler() http.Handler { return Serve(loadgen.Run) }
+
+// Serve serves run on RunPath, and HealthPath. Steps run one at a time:
+// two would share the pod's CPUs and each would measure the other. Tests
+// of the targets serve a stand-in run through the real protocol.
+func Serve(run RunFunc) http.Handler {
+	var one sync.Mutex
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("POST "+RunPath, func(w http.ResponseWriter, r *http.Request) {
+		var spec loadgen.Spec
+		if err := gob.NewDecoder(r.Body).Decode(&spec); err != nil {
+			http.Error(w, "reading the step: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if !one.TryLock() {
+			http.Error(w, "a step is already running", http.StatusConflict)
+			return
+		}
+		defer one.Unlock()
+		serveRun(w, r, run, spec)
+	})
+	return mux
+}
+
+// serveRun runs the step, streaming its edges and then its outcome. The
+// request's context ends the run when the client goes away.
+func serveRun(w http.ResponseWriter, r *http.Request, run RunFunc, spec loadgen.Spec) {
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "application/x-gob")
+	w.WriteHeader(http.StatusOK)
+	enc := gob.NewEncoder(w)
+	var mu sync.Mutex // edges arrive from loadgen's goroutine
+	send := func(m message) {
+		mu.Lock()
+		defer mu.Unlock()
+		// A client that left ends the request's context, and the run
+		// with it; a failed write has nothing left to tell.
+		if enc.Encode(m) == nil && flusher != nil {
+			flusher.Flush()
+		}
+	}
+	spec.OnEdge = func(e loadgen.Edge) { send(message{Kind: kindEdge, Edge: e}) }
+	res, err := run(r.Context(), spec)
+	if err != nil {
+		send(message{Kind: kindError, Err: err.Error()})
+		return
+	}
+	send(message{Kind: kindResult, Result: &res})
+}
