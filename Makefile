@@ -29,7 +29,7 @@ TEST_TIMEOUT ?= 40m
 
 export CGO_ENABLED := 1
 
-.PHONY: all build envoy hyperscan-dev nginx-peer kube-binaries kube-node-packages test unit e2e lint sweep bench bench-module readme-figures clean
+.PHONY: all build envoy hyperscan-dev headless-browser nginx-peer kube-binaries kube-node-packages test unit e2e lint sweep bench bench-module readme-figures clean
 
 all: build
 
@@ -136,7 +136,7 @@ lint:
 TEST_ENV = WAFSWEEP_E2E=required ENVOY_BIN="$(abspath $(BUILD)/envoy)" \
 	WAFSWEEP_KUBE_TESTS=required WAFSWEEP_KUBE_BIN="$$(.ci/kube-binaries --dir)" WAFSWEEP_POD_BINARY="$(abspath $(POD_BINARY))" \
 	CORAZAWAF_MODULE="$(abspath $(MODULE))" CORAZAWAF_TEST_MODULE="$(abspath $(TEST_MODULE))" \
-	CORAZAWAF_ACCEL_MODULE="$(abspath $(ACCEL_MODULE))"
+	CORAZAWAF_ACCEL_MODULE="$(abspath $(ACCEL_MODULE))" WAFSWEEP_BROWSER_TESTS=required
 KUBE_PACKAGES = ./orchestrator/target/kube/...
 LOAD_PACKAGES = ./filter/soak
 # End-to-end tests whose bounds are on Envoy's RSS: run alone, as the load
@@ -148,7 +148,7 @@ ALONE_TESTS = ^TestHostileBodies$$
 # generator must have its CPU to itself for the figures to be exact.
 GROUND_TRUTH_TESTS = ^(TestCalibration.*|TestOneCoreProxyNeverReportsMoreThanOneCore)$$
 
-test: lint envoy $(MODULE) $(ACCEL_MODULE) $(TEST_MODULE) $(CGOCHECK2_MODULE) $(POD_BINARY) kube-binaries
+test: lint headless-browser envoy $(MODULE) $(ACCEL_MODULE) $(TEST_MODULE) $(CGOCHECK2_MODULE) $(POD_BINARY) kube-binaries
 	$(TEST_ENV) $(GO) test -timeout $(TEST_TIMEOUT) -skip '$(ALONE_TESTS)|$(GROUND_TRUTH_TESTS)' $$($(GO) list ./... | grep -v -e /orchestrator/target/kube -e /filter/soak)
 	$(TEST_ENV) $(GO) test -timeout $(TEST_TIMEOUT) -run '$(ALONE_TESTS)' ./filter/e2e
 	$(TEST_ENV) CORAZAWAF_MODULE="$(abspath $(CGOCHECK2_MODULE))" CORAZAWAF_MODULE_GOEXPERIMENT=cgocheck2 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -skip '$(ALONE_TESTS)' ./filter/e2e
@@ -179,6 +179,15 @@ nginx-peer:
 		echo "nginx-peer: installing$$missing"; \
 		$(SUDO) apt-get update -qq && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+# The headless browser the report.html test opens the report in: Debian's
+# chromium-headless-shell (Chromium without its UI), installed when missing.
+headless-browser:
+	@if ! dpkg-query -W -f='$${Status}' chromium-headless-shell 2>/dev/null | grep -q 'install ok installed'; then \
+		echo "headless-browser: installing chromium-headless-shell"; \
+		$(SUDO) apt-get update -qq && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium-headless-shell >/dev/null; \
 	fi
 
 sweep: envoy build $(if $(findstring nginx-modsecurity,$(SWEEP_ARGS)),nginx-peer)

@@ -5,42 +5,14 @@ import (
 	"compress/gzip"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
+	"github.com/wafsweep/wafsweep/orchestrator/internal/repofiles"
 )
-
-// committedResults lists the files under results/ that git tracks (a sweep
-// running into results/ meanwhile is not committed yet); outside a git
-// checkout, every file there.
-func committedResults(t *testing.T, repo string) []string {
-	t.Helper()
-	out, err := exec.Command("git", "-C", repo, "ls-files", "-z", "results").Output()
-	if err == nil {
-		var files []string
-		for _, f := range strings.Split(string(out), "\x00") {
-			if f != "" {
-				files = append(files, filepath.Join(repo, f))
-			}
-		}
-		return files
-	}
-	var files []string
-	err = filepath.WalkDir(filepath.Join(repo, "results"), func(path string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			files = append(files, path)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
-}
 
 // No committed file names a path of the machine that made it: neither
 // this checkout's nor the usual roots of a home, a workspace or a
@@ -54,7 +26,10 @@ func TestCommittedDatasetsArePortable(t *testing.T) {
 	for _, generic := range []string{"/work", "/home", "/root", "/tmp", "/var/tmp", "/mnt"} {
 		roots = append(roots, dataset.PathRoot{Path: generic})
 	}
-	files := committedResults(t, repo)
+	files, err := repofiles.Committed("results")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(files) == 0 {
 		t.Fatal("no committed results found")
 	}
@@ -80,4 +55,29 @@ func readMaybeGzipped(path string) ([]byte, error) {
 		return nil, err
 	}
 	return io.ReadAll(zr)
+}
+
+// Every committed sweep dataset is of the current schema and reads back
+// whole: a layout change regenerates or migrates them, so no figure in
+// results/ is one the reader (and so the report and compare) cannot open.
+func TestEveryCommittedSweepReads(t *testing.T) {
+	dirs, err := repofiles.CommittedDirs("results", dataset.MetadataFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs) == 0 {
+		t.Fatal("no committed sweep dataset found")
+	}
+	for _, dir := range dirs {
+		rel := filepath.Join(filepath.Base(filepath.Dir(dir)), filepath.Base(dir))
+		sw, err := dataset.ReadSweep(dir)
+		switch {
+		case err != nil:
+			t.Errorf("%s: %v", rel, err)
+		case sw.Meta.SchemaVersion != dataset.SchemaVersion:
+			t.Errorf("%s: schema %d, the reader's is %d", rel, sw.Meta.SchemaVersion, dataset.SchemaVersion)
+		case len(sw.Steps) == 0 || len(sw.Knees) == 0:
+			t.Errorf("%s: %d steps and %d knees", rel, len(sw.Steps), len(sw.Knees))
+		}
+	}
 }

@@ -25,7 +25,8 @@ type panel struct {
 	plots       []plot
 }
 
-// Generate writes dir/plots/*.svg and dir/report.md from the datasets.
+// Generate writes dir/plots/*.svg, dir/report.md and dir/report.html (the
+// same report as one self-contained page, plots inline) from the datasets.
 //
 // Plots, per tier x shape (flavors without a WAF are drawn in every tier as
 // baselines): achieved vs target RPS, p50/p99 vs target, cores per 1k RPS vs
@@ -55,7 +56,25 @@ func Generate(dir string, steps []dataset.StepRow, knees []dataset.KneeRow, meta
 	if err := os.WriteFile(filepath.Join(dir, "report.md"), md, 0o644); err != nil {
 		return fmt.Errorf("report: write report.md: %w", err)
 	}
+	page, err := renderHTML(reportTitle(meta), md, allPlots(panels, heatmaps))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.html"), page, 0o644); err != nil {
+		return fmt.Errorf("report: write report.html: %w", err)
+	}
 	return nil
+}
+
+// Regenerate draws a sweep directory's plots and reports again from the
+// datasets in it, as Generate did when the sweep wrote them: after a change
+// to the report, or for a dataset copied from elsewhere.
+func Regenerate(dir string) error {
+	sw, err := dataset.ReadSweep(dir)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return Generate(dir, sw.Steps, sw.Knees, sw.Meta)
 }
 
 func allPlots(panels []panel, heatmaps []plot) []plot {

@@ -80,13 +80,19 @@ func testMeta() dataset.Metadata {
 	}
 }
 
+// envoyAndWAFSweep simulates vanilla Envoy and full CRS on two shapes with
+// the given capacities.
+func envoyAndWAFSweep(t *testing.T, ladder []int, envoy, wafGet, wafJSON int) []dataset.StepRow {
+	return simulatedSweep(t, map[plan.Config]int{
+		{Flavor: "envoy", Tier: "none", Shape: "get"}:       envoy,
+		{Flavor: "waf", Tier: "full-crs", Shape: "get"}:     wafGet,
+		{Flavor: "waf", Tier: "full-crs", Shape: "json_1k"}: wafJSON,
+	}, ladder)
+}
+
 func TestGenerate(t *testing.T) {
 	ladder := []int{1000, 2000, 3000, 4000}
-	steps := simulatedSweep(t, map[plan.Config]int{
-		{Flavor: "envoy", Tier: "none", Shape: "get"}:       9000,
-		{Flavor: "waf", Tier: "full-crs", Shape: "get"}:     2600,
-		{Flavor: "waf", Tier: "full-crs", Shape: "json_1k"}: 500,
-	}, ladder)
+	steps := envoyAndWAFSweep(t, ladder, 9000, 2600, 500)
 	knees, err := dataset.BuildKnees(steps, ladder, notesOptions())
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +177,7 @@ func TestGenerateIsDeterministic(t *testing.T) {
 	if err := Generate(b, steps, knees, testMeta()); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"report.md", "plots/latency-full-crs-get.svg", "plots/knee-heatmap-waf.svg"} {
+	for _, name := range []string{"report.md", "report.html", "plots/latency-full-crs-get.svg", "plots/knee-heatmap-waf.svg"} {
 		x, _ := os.ReadFile(filepath.Join(a, name))
 		y, _ := os.ReadFile(filepath.Join(b, name))
 		if len(x) == 0 || string(x) != string(y) {
@@ -190,7 +196,7 @@ func TestGenerateWithoutData(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"> No knees were computed", "> No steps were recorded: there is nothing to plot.", "Sweep: unknown",
+		"> No knees were computed", "> No steps were recorded: there are no per-step plots.", "Sweep: unknown",
 	} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q:\n%s", want, md)
@@ -277,9 +283,16 @@ func TestGenerateOpensWithThePlannersTable(t *testing.T) {
 	meta := testMeta()
 	meta.Plan.FloorRPS = 0
 	_, report := generated(t, steps, ladder, meta)
-	planner, knee := strings.Index(report, "## Capacity at each p99 objective"), strings.Index(report, "## Knees")
-	if planner < 0 || knee < planner {
-		t.Fatalf("the planner's table must come first:\n%s", report)
+	// The first screen: the planner's table and the knee plot; then the
+	// method; then the details.
+	order := []string{"## Capacity at each p99 objective", "## Knees per tier and shape", "## Method", "## Knees\n", "## Plots", "## Reproduce"}
+	at := -1
+	for _, heading := range order {
+		i := strings.Index(report, heading)
+		if i < at {
+			t.Fatalf("%q is missing or out of order (want %q):\n%s", heading, order, report)
+		}
+		at = i
 	}
 	for _, want := range []string{
 		"| Config | p99 <= 10 ms: RPS | p99 <= 10 ms: cores/1k | p99 <= 50 ms: RPS |",

@@ -40,19 +40,26 @@ func writeSmokeWarning(b *bytes.Buffer, meta dataset.Metadata) {
 
 func renderMarkdown(meta dataset.Metadata, steps []dataset.StepRow, knees, summary []dataset.KneeRow, slo []dataset.SLOKneeRow, panels []panel, heatmaps []plot) []byte {
 	var b bytes.Buffer
-	title := "wafsweep report"
-	if meta.SweepID != "" {
-		title += ": " + meta.SweepID
-	}
-	fmt.Fprintf(&b, "# %s\n\n", mdText(title))
+	fmt.Fprintf(&b, "# %s\n\n", mdText(reportTitle(meta)))
 	writeSmokeWarning(&b, meta)
+	// The first screen answers the planner's question (rate and cores per
+	// objective, then the knees at a glance); how they were measured comes
+	// next, the details after it.
 	writePlannerTable(&b, "## Capacity at each p99 objective", meta, slo)
-	writeKneeTable(&b, steps, summary)
+	writeKneePlots(&b, heatmaps)
 	writeMethod(&b, summary, descentFloor(meta, steps))
+	writeKneeTable(&b, steps, summary)
 	writeRoundTable(&b, knees)
-	writePlots(&b, steps, panels, heatmaps)
+	writePlots(&b, steps, panels)
 	writeReproduce(&b, meta)
 	return b.Bytes()
+}
+
+func reportTitle(meta dataset.Metadata) string {
+	if meta.SweepID == "" {
+		return "wafsweep report"
+	}
+	return "wafsweep report: " + meta.SweepID
 }
 
 // descentFloor is the floor of the descent below the ladder: the plan's, or,
@@ -139,20 +146,23 @@ func writeRoundTable(b *bytes.Buffer, knees []dataset.KneeRow) {
 	b.WriteString("\n")
 }
 
-func writePlots(b *bytes.Buffer, steps []dataset.StepRow, panels []panel, heatmaps []plot) {
-	b.WriteString("## Plots\n\n")
-	if len(steps) == 0 && len(heatmaps) == 0 {
-		b.WriteString("> No steps were recorded: there is nothing to plot.\n\n")
+// writeKneePlots draws each flavor's knees per tier and shape.
+func writeKneePlots(b *bytes.Buffer, heatmaps []plot) {
+	if len(heatmaps) == 0 {
 		return
 	}
-	if len(heatmaps) > 0 {
-		b.WriteString("### Knees per tier and shape\n\n")
-		for _, p := range heatmaps {
-			writeImage(b, p)
-		}
+	b.WriteString("## Knees per tier and shape\n\n")
+	for _, p := range heatmaps {
+		writeImage(b, p)
 	}
+}
+
+// writePlots draws each tier x shape's steps.
+func writePlots(b *bytes.Buffer, steps []dataset.StepRow, panels []panel) {
+	b.WriteString("## Plots\n\n")
 	if len(steps) == 0 {
 		b.WriteString("> No steps were recorded: there are no per-step plots.\n\n")
+		return
 	}
 	for _, p := range panels {
 		fmt.Fprintf(b, "### %s, %s\n\n", mdText(p.tier), mdText(p.shape))

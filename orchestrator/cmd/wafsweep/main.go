@@ -13,6 +13,7 @@ import (
 	"github.com/wafsweep/wafsweep/orchestrator/backend"
 	"github.com/wafsweep/wafsweep/orchestrator/compare"
 	"github.com/wafsweep/wafsweep/orchestrator/modulecost"
+	"github.com/wafsweep/wafsweep/orchestrator/report"
 )
 
 const usage = `usage: wafsweep <command> [flags]
@@ -20,6 +21,8 @@ const usage = `usage: wafsweep <command> [flags]
 commands:
   sweep        run (or resume) a sweep; see wafsweep sweep -h
   compare      compare two sweeps config by config: wafsweep compare DIR_A DIR_B
+  report       draw a sweep's plots, report.md and report.html again from its
+               datasets: wafsweep report SWEEP_DIR
   module-cost  the module's cost per request from a --profile module-cost sweep:
                wafsweep module-cost SWEEP_DIR ENGINE_CSV OUT_CSV
   backend      run the benchmark backend (used by the local target)
@@ -37,6 +40,8 @@ func main() {
 		os.Exit(backend.Main(os.Args[2:]))
 	case "compare":
 		os.Exit(runCompare(os.Args[2:]))
+	case "report":
+		os.Exit(runReport(os.Args[2:]))
 	case "module-cost":
 		os.Exit(runModuleCost(os.Args[2:]))
 	case "-h", "--help", "help":
@@ -60,6 +65,19 @@ func runCompare(args []string) int {
 	}
 	if err := compare.WriteMarkdown(os.Stdout, filepath.Base(args[0]), filepath.Base(args[1]), rows); err != nil {
 		fmt.Fprintf(os.Stderr, "wafsweep compare: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// runReport regenerates a sweep directory's report from its datasets.
+func runReport(args []string) int {
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "usage: wafsweep report SWEEP_DIR (a sweep directory, with its steps.csv, knees.csv and metadata.json)")
+		return 2
+	}
+	if err := report.Regenerate(args[0]); err != nil {
+		fmt.Fprintf(os.Stderr, "wafsweep report: %v\n", err)
 		return 1
 	}
 	return 0
