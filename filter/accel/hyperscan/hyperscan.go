@@ -405,7 +405,10 @@ func (d *Database) load(path, key string) error {
 	if C.hs_deserialize_database((*C.char)(unsafe.Pointer(unsafe.SliceData(body))), C.size_t(len(body)), &db) != C.HS_SUCCESS {
 		clear(d.covered)
 		clear(d.inexact)
-		return fmt.Errorf("hyperscan: %s is not a database of this version", path)
+		// Hyperscan refuses a database of another version, or one compiled
+		// for a processor with instructions this one lacks (an image's
+		// cache on another node): it is compiled again here.
+		return fmt.Errorf("hyperscan: %s is not a database of this version or processor", path)
 	}
 	d.db = db
 	return nil

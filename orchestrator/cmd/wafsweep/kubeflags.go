@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
@@ -16,6 +17,7 @@ import (
 	"github.com/wafsweep/wafsweep/orchestrator/target/kube"
 	"github.com/wafsweep/wafsweep/orchestrator/target/kube/image"
 	"github.com/wafsweep/wafsweep/orchestrator/target/kube/launch"
+	"github.com/wafsweep/wafsweep/orchestrator/target/local"
 )
 
 // kubeFlags are the flags of --target kind and --target kube.
@@ -45,21 +47,53 @@ func (k *kubeFlags) register(fs *flag.FlagSet) {
 }
 
 // target validates the flags into a Kubernetes target, started by
-// runSweep once signals are handled.
-func (k kubeFlags) target(name, sweepID, repoRoot, module string, progress io.Writer) (*launch.Target, error) {
+// runSweep once signals are handled. The image carries the corazawaf
+// builds the plan loads.
+func (k kubeFlags) target(name, sweepID, repoRoot string, modules moduleBuilds, p plan.Plan, progress io.Writer) (*launch.Target, error) {
 	def := func(v, rel string) string {
 		if v != "" || repoRoot == "" {
 			return v
 		}
 		return filepath.Join(repoRoot, rel)
 	}
+	src := image.Sources{Envoy: def(k.envoy, "build/envoy"), Module: modules.ModulePath(plan.FlavorWAF), PodBinary: def(k.podBinary, "build/wafsweep-pod")}
+	if slices.Contains(p.Flavors, plan.FlavorWAFAccelerated) {
+		src.AcceleratedModule = modules.ModulePath(plan.FlavorWAFAccelerated)
+		src.HyperscanCache = hyperscanCache(repoRoot)
+	}
 	return launch.New(launch.Options{
 		Target: name, Kubeconfig: k.kubeconfig, Context: k.context, Namespace: k.namespace,
 		Registry: k.registry, Image: k.image, KindCluster: k.kindCluster, KindNodeImage: k.kindNodeImage,
 		ProxyCores: k.proxyCores, LoadgenCores: k.loadgenCores, ProxyMemory: k.proxyMemory,
-		Sources:         image.Sources{Envoy: def(k.envoy, "build/envoy"), Module: module, PodBinary: def(k.podBinary, "build/wafsweep-pod")},
-		AllowSharedCPUs: k.allowSharedCPUs, Progress: progress,
+		Sources: src, AllowSharedCPUs: k.allowSharedCPUs, Progress: progress,
 	}, sweepID)
+}
+
+// moduleBuilds names the corazawaf builds of the module flag: the stock
+// one, and the accelerated one beside it.
+type moduleBuilds string
+
+// ModulePath is the build a WAF flavor loads.
+func (m moduleBuilds) ModulePath(flavor string) string {
+	if flavor == plan.FlavorWAFAccelerated {
+		return local.AcceleratedBuildOf(string(m))
+	}
+	return string(m)
+}
+
+// hyperscanCache is the directory of the accelerated build's compiled
+// databases that `make build` fills ($CORAZAWAF_HS_CACHE, which the
+// Makefile sets, else <repo>/build/hyperscan), or "" when there is none:
+// the pods then compile them at Envoy's start.
+func hyperscanCache(repoRoot string) string {
+	dir := os.Getenv("CORAZAWAF_HS_CACHE")
+	if dir == "" && repoRoot != "" {
+		dir = filepath.Join(repoRoot, "build", "hyperscan")
+	}
+	if fi, err := os.Stat(dir); dir == "" || err != nil || !fi.IsDir() {
+		return ""
+	}
+	return dir
 }
 
 // startable is a target that connects when the sweep starts and is closed
@@ -75,7 +109,8 @@ const closeTimeout = 5 * time.Minute
 // kubeSweepOptions is sweepOptions for --target kind and kube: errs are the
 // problems found so far, reported together with the target's own.
 func (f sweepFlags) kubeSweepOptions(p plan.Plan, errs []error, root, resultsDir, rulesets, module string) (sweep.Options, error) {
-	v := versions(module)
+	builds := moduleBuilds(module)
+	v := planVersions(p, builds)
 	var identity, id string
 	if p.Validate() == nil {
 		var err error
@@ -86,7 +121,7 @@ func (f sweepFlags) kubeSweepOptions(p plan.Plan, errs []error, root, resultsDir
 	if f.sweepID != "" {
 		id = f.sweepID
 	}
-	tgt, err := f.kube.target(f.target, id, root, module, os.Stderr)
+	tgt, err := f.kube.target(f.target, id, root, builds, p, os.Stderr)
 	// The flavors are checked even when the target's own flags are bad:
 	// every problem is reported at once.
 	errs = append(errs, err, kube.CheckFlavors(p))

@@ -45,7 +45,7 @@ func parseSweepFlags(args []string, stderr io.Writer) (sweepFlags, *flag.FlagSet
 	var f sweepFlags
 	fs := flag.NewFlagSet("wafsweep sweep", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.profile, "profile", "short", "starting plan: short (a smoke run: one round of 5 s windows), full (the whole matrix, one round), reference (the whole matrix, 3 alternating rounds of 20 s windows: the figures to plan on); on the local target each adds waf-accelerated; or module-cost (vanilla Envoy and each module tier at one fixed rate, GET, 3 rounds: what make bench-module turns into results/bench/module.csv)")
+	fs.StringVar(&f.profile, "profile", "short", "starting plan: short (a smoke run: one round of 5 s windows), full (the whole matrix, one round), reference (the whole matrix, 3 alternating rounds of 20 s windows: the figures to plan on); each adds waf-accelerated; or module-cost (vanilla Envoy and each module tier at one fixed rate, GET, 3 rounds: what make bench-module turns into results/bench/module.csv)")
 	fs.StringVar(&f.planFile, "plan", "", "JSON plan file (replaces --profile; flags below still override it)")
 	fs.StringVar(&f.flavors, "flavors", "", "comma-separated flavors: "+strings.Join(plan.Flavors(), ", "))
 	fs.StringVar(&f.tiers, "tiers", "", "comma-separated tiers: "+strings.Join(plan.Tiers(), ", "))
@@ -100,9 +100,9 @@ func referenceProfile() plan.Plan {
 	return p
 }
 
-// withAccelerated adds the accelerated build after waf: on the local
-// target the profiles show what it gains end to end. (The Kubernetes
-// targets deploy the stock module only.)
+// withAccelerated adds the accelerated build after waf: the profiles show
+// what it gains end to end, on every target (the Kubernetes image carries
+// both builds).
 func withAccelerated(flavors []string) []string {
 	out := make([]string, 0, len(flavors)+1)
 	for _, f := range flavors {
@@ -134,7 +134,7 @@ func (f sweepFlags) buildPlan() (plan.Plan, error) {
 	default:
 		return p, fmt.Errorf("--profile %q: use short, full, reference or module-cost", f.profile)
 	}
-	if f.planFile == "" && f.target == "local" && f.profile != "module-cost" {
+	if f.planFile == "" && f.profile != "module-cost" {
 		p.Flavors = withAccelerated(p.Flavors)
 	}
 	var errs []error
@@ -325,7 +325,7 @@ func (f sweepFlags) sweepOptions() (sweep.Options, error) {
 	if err := tgt.CheckModule(p); err != nil {
 		return sweep.Options{}, err
 	}
-	versions := localVersions(p, tgt)
+	versions := planVersions(p, tgt)
 	identity, id, err := sweepIdentity(tgt.Name(), p, tgt.Describe(), versions.Build())
 	if err != nil {
 		return sweep.Options{}, err

@@ -38,7 +38,8 @@ func TestFlagsBuildThePlan(t *testing.T) {
 	}{
 		{nil, "direct,envoy,waf,waf-accelerated"},
 		{[]string{"--profile", "full"}, "direct,envoy,waf,waf-accelerated"},
-		{[]string{"--target", "kube"}, "direct,envoy,waf"},
+		{[]string{"--target", "kube"}, "direct,envoy,waf,waf-accelerated"},
+		{[]string{"--profile", "module-cost"}, "envoy,waf"},
 		{[]string{"--flavors", "waf"}, "waf"},
 	} {
 		f, _, err := parseSweepFlags(tt.args, io.Discard)
@@ -64,7 +65,8 @@ func TestBadFlagsFailBeforeAnythingStarts(t *testing.T) {
 		{[]string{"--proxy-cpus", "a-b"}, "--proxy-cpus"},
 		{[]string{"--target", "mars"}, "--target"},
 		{[]string{"--slo", "50ms,fast"}, "--slo"},
-		{[]string{"--target", "kind", "--flavors", "envoy,waf-accelerated"}, "flavors waf-accelerated are not available on the Kubernetes targets"},
+		{[]string{"--target", "kind", "--flavors", "envoy,nginx-modsecurity"}, "flavors nginx-modsecurity are not available on the Kubernetes targets"},
+		{[]string{"--target", "kind", "--flavors", "waf-accelerated", "--module", "/nonexistent/libcorazawaf.so"}, "--module's accelerated build (for waf-accelerated)"},
 		{[]string{"--slo", "50ms,50ms"}, "slos: 50ms: use distinct positive durations"},
 		{[]string{"--target", "kind", "--backend-cpu-per-request", "1ms"}, "the calibration backend runs on the local target only"},
 		{[]string{"--backend-cpu-per-request", "1ms", "--backend-cpus", "0", "--loadgen-cpus", "0"}, "a calibration backend shares CPUs 0 with the load generator"},

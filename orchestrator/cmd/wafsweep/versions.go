@@ -48,9 +48,9 @@ func versions(module string) dataset.Versions {
 	return v
 }
 
-// localVersions adds, to versions of the stock module, the digest of the
+// planVersions adds, to versions of the stock module, the digest of the
 // accelerated build when a flavor of the plan loads it.
-func localVersions(p plan.Plan, modules interface{ ModulePath(flavor string) string }) dataset.Versions {
+func planVersions(p plan.Plan, modules interface{ ModulePath(flavor string) string }) dataset.Versions {
 	v := versions(modules.ModulePath(plan.FlavorWAF))
 	if slices.Contains(p.Flavors, plan.FlavorWAFAccelerated) {
 		v.ModuleAccelerated = fileDigest(modules.ModulePath(plan.FlavorWAFAccelerated))

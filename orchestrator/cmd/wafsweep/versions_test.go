@@ -29,7 +29,7 @@ func TestVersionsRecordTheAcceleratedBuildWhenItIsLoaded(t *testing.T) {
 		{[]string{plan.FlavorWAF, plan.FlavorWAFAccelerated}, fileDigest(files[plan.FlavorWAFAccelerated])},
 	}
 	for _, tt := range tests {
-		v := localVersions(plan.Plan{Flavors: tt.flavors}, files)
+		v := planVersions(plan.Plan{Flavors: tt.flavors}, files)
 		if v.Module != fileDigest(files[plan.FlavorWAF]) || v.ModuleAccelerated != tt.wantAccelerated {
 			t.Errorf("%v: module %s, accelerated %q; want %s and %q", tt.flavors, v.Module, v.ModuleAccelerated,
 				fileDigest(files[plan.FlavorWAF]), tt.wantAccelerated)

@@ -43,7 +43,7 @@ func (k *Kube) Deploy(ctx context.Context, d target.Deployment) (target.Deployed
 	switch d.Config.Flavor {
 	case plan.FlavorDirect:
 		return k.deployDirect(d)
-	case plan.FlavorEnvoy, plan.FlavorWAF:
+	case plan.FlavorEnvoy, plan.FlavorWAF, plan.FlavorWAFAccelerated:
 		dep, err := k.deployEnvoy(ctx, d)
 		if err != nil {
 			return nil, err
@@ -91,7 +91,7 @@ func (k *Kube) deployEnvoy(ctx context.Context, d target.Deployment) (*deployed,
 	built, err := bootstrap.Build(bootstrap.Options{
 		ListenHost: bindHost(o), ListenPort: int(o.Ports.EnvoyListen), AdminPort: int(o.Ports.EnvoyAdmin),
 		BackendHost: k.dataHost(k.backendPod), BackendPort: int(o.Ports.Backend),
-		WAFConfigJSON: wafJSON, ModulePath: spec.ModulePath, AuditLogDir: spec.WAFLogDir,
+		WAFConfigJSON: wafJSON, ModulePath: modulePath(d.Config.Flavor), AuditLogDir: spec.WAFLogDir,
 	})
 	if err != nil {
 		return nil, err
@@ -115,7 +115,7 @@ func (k *Kube) deployEnvoy(ctx context.Context, d target.Deployment) (*deployed,
 	if err != nil {
 		return nil, err
 	}
-	dep := &deployed{kube: k, pod: pod, restarts: restartCount(pod, spec.Envoy)}
+	dep := &deployed{kube: k, pod: pod, restarts: restartCount(pod, spec.Envoy), runDir: d.RunDir}
 	// From here on a failure must stop Envoy again.
 	fail := func(err error) (*deployed, error) {
 		return nil, errors.Join(err, dep.Teardown())
@@ -151,6 +151,14 @@ func (k *Kube) deployEnvoy(ctx context.Context, d target.Deployment) (*deployed,
 	return dep, nil
 }
 
+// modulePath is the image's corazawaf build a flavor loads.
+func modulePath(flavor string) string {
+	if flavor == plan.FlavorWAFAccelerated {
+		return spec.AcceleratedModulePath
+	}
+	return spec.ModulePath
+}
+
 func bindHost(o spec.Options) string {
 	if o.HostNetwork {
 		return "127.0.0.1"
@@ -177,6 +185,7 @@ type deployed struct {
 	admin     *envoyproc.Admin // Envoy's admin through control; nil for direct
 	url       string           // control: the pre-check's base URL, through the port-forward
 	dataURL   string           // data plane: what the load generator loads, pod to pod
+	runDir    string           // where Envoy's log is kept at teardown ("" for none)
 
 	mu       sync.Mutex
 	peakSeen uint64
@@ -331,12 +340,36 @@ func (d *deployed) Teardown() error {
 	k := d.kube
 	ctx, cancel := context.WithTimeout(context.Background(), k.opts.RolloutTimeout)
 	defer cancel()
+	d.keepLog(ctx)
 	hash := d.pod.Annotations[spec.AnnotationBootstrapHash]
 	if _, err := k.applier.Deployment(ctx, spec.EnvoyDeployment(k.opts.Spec, hash, 0)); err != nil {
 		return err
 	}
 	return k.applier.WaitPodsGone(ctx, k.opts.Spec.Namespace, labels.SelectorFromSet(spec.Selector(spec.Envoy)).String(), k.opts.RolloutTimeout)
 }
+
+// keepLog writes Envoy's container log (the module's lines among it) to
+// the run directory as envoy.log, as the local target does, before the pod
+// goes. A log the API server cannot give is named so in the file: the
+// teardown itself must go on.
+func (d *deployed) keepLog(ctx context.Context) {
+	if d.runDir == "" {
+		return
+	}
+	// A node the API server cannot reach for logs must not hold up the
+	// teardown for the rollout timeout.
+	ctx, cancel := context.WithTimeout(ctx, logTimeout)
+	defer cancel()
+	log, err := d.kube.client.CoreV1().Pods(d.pod.Namespace).GetLogs(d.pod.Name, &corev1.PodLogOptions{Container: spec.Envoy}).DoRaw(ctx)
+	if err != nil {
+		log = fmt.Appendf(nil, "wafsweep: Envoy's log of pod %s not read: %v\n", d.pod.Name, err)
+	}
+	if err := os.WriteFile(filepath.Join(d.runDir, "envoy.log"), log, 0o644); err != nil {
+		d.kube.progress("keeping Envoy's log: %v", err)
+	}
+}
+
+const logTimeout = 15 * time.Second
 
 // loadgenClient is the load generator's client through its port-forward,
 // reopened if it broke (an API server restart must not end the sweep).

@@ -153,7 +153,7 @@ func (k *Kube) CheckModule(p plan.Plan) error { return CheckFlavors(p) }
 
 // Flavors are the flavors the Kubernetes targets deploy: the image carries
 // Envoy and the stock module only.
-var flavors = []string{plan.FlavorDirect, plan.FlavorEnvoy, plan.FlavorWAF}
+var flavors = []string{plan.FlavorDirect, plan.FlavorEnvoy, plan.FlavorWAF, plan.FlavorWAFAccelerated}
 
 // CheckFlavors rejects, before anything is built or deployed, a plan with
 // a flavor the Kubernetes targets cannot run.
@@ -165,7 +165,7 @@ func CheckFlavors(p plan.Plan) error {
 		}
 	}
 	if len(bad) > 0 {
-		return fmt.Errorf("flavors %s are not available on the Kubernetes targets (their image has Envoy and the stock module): use %s, or the local target",
+		return fmt.Errorf("flavors %s are not available on the Kubernetes targets (their image has Envoy and the corazawaf builds, not nginx): use %s, or the local target",
 			strings.Join(bad, ", "), strings.Join(flavors, ", "))
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,14 +48,40 @@ func realNodeSources(t *testing.T, root string) image.Sources {
 			t.Fatalf("building wafsweep-pod: %v\n%s", err, out)
 		}
 	}
-	return image.Sources{Envoy: envoy, Module: module, PodBinary: pod}
+	src := image.Sources{Envoy: envoy, Module: module, PodBinary: pod}
+	// The accelerated build and its databases, as make test leaves them.
+	accelerated := os.Getenv("CORAZAWAF_ACCEL_MODULE")
+	if accelerated == "" {
+		accelerated = filepath.Join(root, "build", "libcorazawaf-accelerated.so")
+	}
+	switch _, err := os.Stat(accelerated); {
+	case err == nil:
+		src.AcceleratedModule, src.HyperscanCache = accelerated, os.Getenv("CORAZAWAF_HS_CACHE")
+	case os.Getenv(kubeTestsEnv) == "required":
+		t.Fatalf("real node: no accelerated module (make build makes it): %v", err)
+	default:
+		t.Logf("real node: waf-accelerated not run: %v", err)
+	}
+	return src
+}
+
+// linksHyperscan reports whether a module build uses the Hyperscan engine
+// (else it is the pure-Go one).
+func linksHyperscan(t *testing.T, module string) bool {
+	t.Helper()
+	libs, err := image.Needed(module)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.ContainsFunc(libs, func(l string) bool { return strings.HasPrefix(l, "libhs.so") })
 }
 
 // One real node (kubelet, containerd, runc, static CPU manager) running
 // real Envoy with the module, the backend and the real load generator in
-// pods from the locally built image: a short sweep step through the kube
-// target, data plane on 127.0.0.1 (host-network pods), Envoy pinned to
-// the node's one exclusive CPU.
+// pods from the locally built image: a short sweep step of each corazawaf
+// build (stock, and accelerated with the Hyperscan databases the image
+// carries) at full CRS through the kube target, data plane on 127.0.0.1
+// (host-network pods), Envoy pinned to the node's one exclusive CPU.
 func TestRealNodeSweepStep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
@@ -157,7 +184,10 @@ func TestRealNodeSweepStep(t *testing.T) {
 	}
 	p := plan.Default()
 	p.Flavors = []string{plan.FlavorWAF}
-	p.Tiers = []string{plan.TierHeadersOnly}
+	if src.AcceleratedModule != "" {
+		p.Flavors = append(p.Flavors, plan.FlavorWAFAccelerated)
+	}
+	p.Tiers = []string{plan.TierFullCRS}
 	// A shared test machine, and the capacity search is the plumbing
 	// checked here: no measurement's checks, no SLO searches.
 	p.MaxLoadgenLateness, p.MaxCPUSteal, p.MaxLoadgenDelay = 1, 1, time.Second
@@ -175,29 +205,16 @@ func TestRealNodeSweepStep(t *testing.T) {
 		t.Fatalf("sweep: %v\nkubelet log:\n%s", err, node.Log())
 	}
 	steps, err := dataset.ReadSteps(filepath.Join(out, sweep.StepsFile))
-	if err != nil || len(steps) != 1 {
+	if err != nil || len(steps) != len(p.Flavors) {
 		t.Fatalf("steps: %+v %v", steps, err)
 	}
-	s := steps[0]
-	t.Logf("real node step: %s at %d rps: %s, completed %d/%d (Envoy counted %d), p99 %.2f ms, proxy CPU %.3f s, loadgen CPU %.3f s, RSS peak %.1f MB (sweep %v)",
-		s.ConfigID, s.TargetRPS, s.Verdict, s.Completed, s.Scheduled, s.ProxyCompleted, s.P99Ms, s.ProxyCPUS, s.LoadgenCPUS, s.ProxyRSSPeakMB, time.Since(sweepStart).Round(time.Millisecond))
-	// Pass or fail is the machine's business (its one shared core also
-	// serves whatever else runs here, builds included); the step must have
-	// been measured, every answer a 200 through the WAF.
-	if s.Verdict == dataset.VerdictInvalid || s.Completed == 0 || s.Completed > s.Scheduled || s.Non2xx != 0 || s.SocketErrors != 0 ||
-		!(s.ProxyCPUS > 0) || !(s.ProxyRSSPeakMB > 0) || !(s.LoadgenCPUS > 0) || s.RawFile == "" {
-		t.Errorf("the step through real Envoy, module and the load generator: %+v", s)
+	for _, s := range steps {
+		checkRealNodeStep(t, s)
 	}
-	// Counted inside the window by the pod's load generator, not over
-	// its whole run.
-	if s.WindowS < 2.9 || s.WindowS > 3.2 || !(s.P99RawMs > 0) || !(s.LoadgenLatenessP99Ms >= 0) {
-		t.Errorf("not a window-exact step: window %v s, raw p99 %v ms, lateness p99 %v ms", s.WindowS, s.P99RawMs, s.LoadgenLatenessP99Ms)
-	}
-	// Envoy's own count over the window, read through the admin
-	// port-forward at each edge, within the sweep's slack of the load
-	// generator's.
-	if d := s.ProxyCompleted - s.Completed; s.ProxyCompleted < 0 || d < -5 || d > 5 {
-		t.Errorf("Envoy counted %d requests in the window, the load generator %d", s.ProxyCompleted, s.Completed)
+	t.Logf("sweep of %d steps in %v", len(steps), time.Since(sweepStart).Round(time.Millisecond))
+	if src.AcceleratedModule != "" {
+		checkAcceleratedLog(t, filepath.Join(out, "runs", "r0", plan.FlavorWAFAccelerated, plan.TierFullCRS, plan.ShapeGet, "envoy.log"),
+			linksHyperscan(t, src.AcceleratedModule) && src.HyperscanCache != "")
 	}
 	meta, err := dataset.ReadMetadata(filepath.Join(out, sweep.MetadataFile))
 	if err != nil {
@@ -218,6 +235,58 @@ func TestRealNodeSweepStep(t *testing.T) {
 		if pod.Status.QOSClass != corev1.PodQOSGuaranteed {
 			t.Errorf("pod %s is %s", pod.Name, pod.Status.QOSClass)
 		}
+	}
+}
+
+// checkRealNodeStep holds one step to what the pods must have measured.
+func checkRealNodeStep(t *testing.T, s dataset.StepRow) {
+	t.Helper()
+	t.Logf("real node step: %s at %d rps: %s, completed %d/%d (Envoy counted %d), p99 %.2f ms, proxy CPU %.3f s, loadgen CPU %.3f s, RSS peak %.1f MB",
+		s.ConfigID, s.TargetRPS, s.Verdict, s.Completed, s.Scheduled, s.ProxyCompleted, s.P99Ms, s.ProxyCPUS, s.LoadgenCPUS, s.ProxyRSSPeakMB)
+	// Pass or fail is the machine's business (its one shared core also
+	// serves whatever else runs here, builds included); the step must have
+	// been measured, every answer a 200 through the WAF.
+	if s.Verdict == dataset.VerdictInvalid || s.Completed == 0 || s.Completed > s.Scheduled || s.Non2xx != 0 || s.SocketErrors != 0 ||
+		!(s.ProxyCPUS > 0) || !(s.ProxyRSSPeakMB > 0) || !(s.LoadgenCPUS > 0) || s.RawFile == "" {
+		t.Errorf("%s: the step through real Envoy, module and the load generator: %+v", s.ConfigID, s)
+	}
+	// Counted inside the window by the pod's load generator, not over
+	// its whole run.
+	if s.WindowS < 2.9 || s.WindowS > 3.2 || !(s.P99RawMs > 0) || !(s.LoadgenLatenessP99Ms >= 0) {
+		t.Errorf("%s: not a window-exact step: window %v s, raw p99 %v ms, lateness p99 %v ms", s.ConfigID, s.WindowS, s.P99RawMs, s.LoadgenLatenessP99Ms)
+	}
+	// Envoy's own count over the window, read through the admin
+	// port-forward at each edge, within the sweep's slack of the load
+	// generator's.
+	if d := s.ProxyCompleted - s.Completed; s.ProxyCompleted < 0 || d < -5 || d > 5 {
+		t.Errorf("%s: Envoy counted %d requests in the window, the load generator %d", s.ConfigID, s.ProxyCompleted, s.Completed)
+	}
+}
+
+// checkAcceleratedLog reads the pod's Envoy log the target kept: the
+// accelerated build loaded in the pod (its libraries were in the image)
+// and, with Hyperscan, read its database from the image's cache rather
+// than compiling it on Envoy's main thread.
+func checkAcceleratedLog(t *testing.T, path string, fromCache bool) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the accelerated Envoy's log: %v", err)
+	}
+	log := string(b)
+	summary := ""
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, "acceleration prefilter:") {
+			summary = line
+		}
+	}
+	switch {
+	case summary == "":
+		t.Errorf("%s has no acceleration summary: the accelerated build did not load its rules\n%s", path, log)
+	case fromCache && !strings.Contains(summary, "database loaded from cache"):
+		t.Errorf("the accelerated build did not read its Hyperscan database from the image: %s", summary)
+	default:
+		t.Logf("accelerated build in the pod: %s", summary)
 	}
 }
 

@@ -193,7 +193,13 @@ func (l *Local) ModulePath(flavor string) string {
 	if l.opts.AcceleratedModulePath != "" || l.opts.ModulePath == "" {
 		return l.opts.AcceleratedModulePath
 	}
-	return filepath.Join(filepath.Dir(l.opts.ModulePath), "libcorazawaf-accelerated.so")
+	return AcceleratedBuildOf(l.opts.ModulePath)
+}
+
+// AcceleratedBuildOf is where `make build` puts the accelerated build of
+// the stock module: beside it.
+func AcceleratedBuildOf(module string) string {
+	return filepath.Join(filepath.Dir(module), "libcorazawaf-accelerated.so")
 }
 
 // Deploy implements target.Target.

@@ -1,8 +1,10 @@
 // Package image builds the Kubernetes targets' OCI image from files on
 // this machine, pulling nothing: the Envoy binary the local target runs,
-// the corazawaf module, the static wafsweep-pod binary, and the shared
-// libraries Envoy and the module need, found by reading their ELF dynamic
-// sections (Envoy 1.40 is linked against glibc only). The image is written
+// the corazawaf module (and, for a plan with waf-accelerated, the
+// accelerated build with its Hyperscan databases), the static wafsweep-pod
+// binary, and the shared libraries Envoy and the modules need, found by
+// reading their ELF dynamic sections (Envoy 1.40 is linked against glibc
+// only; the accelerated build adds Hyperscan and libstdc++). The image is written
 // as a tarball (for `kind load`, `ctr images import`) or pushed to a
 // registry the user names.
 package image
@@ -37,6 +39,11 @@ type Sources struct {
 	Envoy     string // e.g. build/envoy (a symlink is followed)
 	Module    string // build/libcorazawaf.so
 	PodBinary string // build/wafsweep-pod, statically linked
+	// AcceleratedModule is build/libcorazawaf-accelerated.so, or "" for an
+	// image without it; HyperscanCache is the directory of its compiled
+	// databases (the *.hsdb files `make build` writes), or "".
+	AcceleratedModule string
+	HyperscanCache    string
 }
 
 // File is one file of the image.
@@ -50,14 +57,23 @@ type File struct {
 // does without an ld.so.cache.
 var libDirs = []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"}
 
-// Files lists what the image holds: the three sources at the paths the pod
-// specs use, plus every shared library they load (recursively) and the
-// dynamic loader, at the paths the loader looks for them.
+// Files lists what the image holds: the sources at the paths the pod specs
+// use, plus every shared library they load (recursively) and the dynamic
+// loader, at the paths the loader looks for them.
 func Files(src Sources) ([]File, error) {
 	files := []File{
 		{From: src.Envoy, To: spec.EnvoyPath, Mode: 0o755},
 		{From: src.Module, To: spec.ModulePath, Mode: 0o644},
 		{From: src.PodBinary, To: spec.PodBinaryPath, Mode: 0o755},
+	}
+	if src.AcceleratedModule != "" {
+		files = append(files, File{From: src.AcceleratedModule, To: spec.AcceleratedModulePath, Mode: 0o644})
+	}
+	// Root-owned and written by no one else in the image: the module
+	// trusts nothing less (package hyperscan's cache check).
+	cache, err := cacheFiles(src.HyperscanCache)
+	if err != nil {
+		return nil, err
 	}
 	var errs []error
 	for _, f := range files {
@@ -75,6 +91,26 @@ func Files(src Sources) ([]File, error) {
 			return nil, err
 		}
 		files = append(files, deps...)
+	}
+	return append(files, cache...), nil
+}
+
+// cacheFiles are the Hyperscan databases of dir ("" for none) at the
+// image's cache directory.
+func cacheFiles(dir string) ([]File, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("image source: the Hyperscan cache: %w", err)
+	}
+	dbs, err := filepath.Glob(filepath.Join(dir, "*.hsdb"))
+	if err != nil {
+		return nil, err
+	}
+	var files []File
+	for _, db := range dbs {
+		files = append(files, File{From: db, To: path.Join(spec.HyperscanCacheDir, filepath.Base(db)), Mode: 0o644})
 	}
 	return files, nil
 }
@@ -130,6 +166,21 @@ func sharedDeps(bin string, seen map[string]bool) ([]File, error) {
 		out = append(out, deps...)
 	}
 	return out, nil
+}
+
+// Needed lists the shared libraries an ELF file names (DT_NEEDED): none
+// for a static binary.
+func Needed(bin string) ([]string, error) {
+	f, err := elf.Open(bin)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", bin, err)
+	}
+	defer f.Close()
+	libs, err := f.ImportedLibraries()
+	if err != nil {
+		return nil, nil // no dynamic section
+	}
+	return libs, nil
 }
 
 // epoch stamps every entry: the same files make the same layer digest.

@@ -5,7 +5,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -45,6 +47,50 @@ func sources(t *testing.T) Sources {
 		t.Fatalf("building wafsweep-pod: %v\n%s", err, out)
 	}
 	return Sources{Envoy: envoy, Module: module, PodBinary: pod}
+}
+
+// An image for a plan with waf-accelerated also holds the accelerated
+// build, every library it loads (Hyperscan and libstdc++ with the
+// Hyperscan engine) and the compiled databases, root-owned and read-only
+// as the module's cache check requires.
+func TestImageCarriesTheAcceleratedBuild(t *testing.T) {
+	accelerated := os.Getenv("CORAZAWAF_ACCEL_MODULE")
+	if accelerated == "" {
+		t.Skip("CORAZAWAF_ACCEL_MODULE is not set (make test sets it)")
+	}
+	cache := t.TempDir()
+	db := filepath.Join(cache, "0123456789abcdef0123456789abcdef.hsdb")
+	if err := os.WriteFile(db, []byte("a database"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src := Sources{Envoy: "/bin/true", Module: "/bin/true", PodBinary: "/bin/true", AcceleratedModule: accelerated, HyperscanCache: cache}
+	files, err := Files(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPath := map[string]File{}
+	for _, f := range files {
+		byPath[f.To] = f
+	}
+	wantDB := path.Join(spec.HyperscanCacheDir, filepath.Base(db))
+	if f, ok := byPath[spec.AcceleratedModulePath]; !ok || f.From != accelerated {
+		t.Errorf("no accelerated build at %s: %+v", spec.AcceleratedModulePath, f)
+	}
+	if f, ok := byPath[wantDB]; !ok || f.From != db || f.Mode != 0o644 {
+		t.Errorf("the database at %s: %+v, want from %s, mode 0644", wantDB, f, db)
+	}
+	needed, err := Needed(accelerated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lib := range needed {
+		if !slices.ContainsFunc(files, func(f File) bool { return path.Base(f.To) == lib }) {
+			t.Errorf("the accelerated build needs %s; the image lacks it", lib)
+		}
+	}
+	if _, err := Files(Sources{Envoy: "/bin/true", Module: "/bin/true", PodBinary: "/bin/true", HyperscanCache: filepath.Join(cache, "missing")}); err == nil {
+		t.Error("a named Hyperscan cache that does not exist was accepted")
+	}
 }
 
 // The image holds Envoy, the module and the pod binary plus the libraries

@@ -86,13 +86,26 @@ func (o Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--namespace %q is not a DNS label", o.Namespace))
 	}
 	if o.Image == "" {
-		for flag, path := range map[string]string{"envoy": o.Sources.Envoy, "module": o.Sources.Module, "pod-binary": o.Sources.PodBinary} {
-			if _, err := os.Stat(path); err != nil {
-				errs = append(errs, fmt.Errorf("--%s: %w (make build makes it)", flag, err))
-			}
-		}
+		errs = append(errs, checkSources(o.Sources)...)
 	}
 	return errors.Join(errs...)
+}
+
+// checkSources reports each missing image source. The accelerated build
+// is named only for a plan that loads it.
+func checkSources(src image.Sources) []error {
+	type source struct{ flag, path string }
+	sources := []source{{"--envoy", src.Envoy}, {"--module", src.Module}, {"--pod-binary", src.PodBinary}}
+	if src.AcceleratedModule != "" {
+		sources = append(sources, source{"--module's accelerated build (for waf-accelerated)", src.AcceleratedModule})
+	}
+	var errs []error
+	for _, s := range sources {
+		if _, err := os.Stat(s.path); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w (make build makes it)", s.flag, err))
+		}
+	}
+	return errs
 }
 
 // kindLayout lays this machine's CPUs out over the kind nodes: disjoint

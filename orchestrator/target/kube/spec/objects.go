@@ -65,11 +65,17 @@ func EnvoyDeployment(o Options, hash string, replicas int32) *appsv1ac.Deploymen
 			"-c", BootstrapDir+"/"+BootstrapFile,
 			"--concurrency", strconv.Itoa(cores),
 			"--disable-hot-restart",
-			"-l", "warn").
+			// The module's own lines at load (its runtime sizing, the
+			// accelerator's engine and database) are info; Envoy's are
+			// kept to warnings.
+			"-l", "warn", "--component-log-level", "dynamic_modules:info").
 		WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(o.Ports.EnvoyListen)).
 		// The admin interface listens on 127.0.0.1 inside the pod, reached
 		// only through a port-forward: the kubelet probes the listener.
 		WithReadinessProbe(tcpProbe(o, o.Ports.EnvoyListen)).
+		// The accelerated build reads its databases from the image (the
+		// stock one has none to read).
+		WithEnv(corev1ac.EnvVar().WithName("CORAZAWAF_HS_CACHE").WithValue(HyperscanCacheDir)).
 		WithVolumeMounts(
 			corev1ac.VolumeMount().WithName("bootstrap").WithMountPath(BootstrapDir).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName("waf-log").WithMountPath(WAFLogDir),

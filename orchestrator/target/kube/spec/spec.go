@@ -57,6 +57,13 @@ const (
 	EnvoyPath     = "/usr/local/bin/envoy"
 	PodBinaryPath = "/usr/local/bin/wafsweep-pod"
 	ModulePath    = "/usr/local/lib/wafsweep/libcorazawaf.so"
+	// AcceleratedModulePath is the accelerated build, in images built for
+	// a plan with waf-accelerated; HyperscanCacheDir holds its Hyperscan
+	// databases, compiled ahead of time on the machine that built the
+	// image (the module compiles what it does not find there, or cannot
+	// run on the node's processor).
+	AcceleratedModulePath = "/usr/local/lib/wafsweep/libcorazawaf-accelerated.so"
+	HyperscanCacheDir     = "/usr/local/lib/wafsweep/hyperscan"
 	// BootstrapDir is where the bootstrap ConfigMap is mounted.
 	BootstrapDir  = "/etc/envoy/bootstrap"
 	BootstrapFile = "envoy.json"
