@@ -279,7 +279,10 @@ func TestKneeText(t *testing.T) {
 // steps carry, and a worked line that turns one row into instances.
 func TestGenerateOpensWithThePlannersTable(t *testing.T) {
 	ladder := []int{1000, 2000, 3000, 4000}
-	steps := simulatedSweep(t, map[plan.Config]int{{Flavor: "waf", Tier: "full-crs", Shape: "get"}: 2600}, ladder)
+	steps := simulatedSweep(t, map[plan.Config]int{
+		{Flavor: "waf", Tier: "full-crs", Shape: "get"}: 2600,
+		{Flavor: "envoy", Tier: "none", Shape: "get"}:   5000, // above the ladder
+	}, ladder)
 	meta := testMeta()
 	meta.Plan.FloorRPS = 0
 	_, report := generated(t, steps, ladder, meta)
@@ -299,6 +302,8 @@ func TestGenerateOpensWithThePlannersTable(t *testing.T) {
 		// p99 at 2600 RPS is 3.6 ms in the simulation: every objective is
 		// met at the capacity knee.
 		"| `waf/full-crs/get` | 2600 | 0.100 | 2600 | 0.100 | 2600 | 0.100 |",
+		// Met at a capacity knee censored by the ladder's top: a bound.
+		"| `envoy/none/get` | >= 4000 |",
 		"so 4 instances of 1 core(s) serve 10000 RPS at p99 <= 50 ms",
 		"**Smoke run**",
 	} {

@@ -37,7 +37,7 @@ func Headline(dir, shownDir string) ([]byte, error) {
 	}
 	b.WriteString("\n\n")
 	if len(aggregateSLORows(slo)) > 0 {
-		writePlannerTable(&b, "", meta, slo)
+		writePlannerTable(&b, "", meta, slo, summary)
 	}
 	writeTableHeader(&b, []string{"Config", "Knee RPS", "Rounds (min-max)", "Cores per 1k RPS at the knee", "p50 ms at the knee", "p99 ms at the knee"})
 	for _, k := range summary {

@@ -45,7 +45,7 @@ func renderMarkdown(meta dataset.Metadata, steps []dataset.StepRow, knees, summa
 	// The first screen answers the planner's question (rate and cores per
 	// objective, then the knees at a glance); how they were measured comes
 	// next, the details after it.
-	writePlannerTable(&b, "## Capacity at each p99 objective", meta, slo)
+	writePlannerTable(&b, "## Capacity at each p99 objective", meta, slo, summary)
 	writeKneePlots(&b, heatmaps)
 	writeMethod(&b, summary, descentFloor(meta, steps))
 	writeKneeTable(&b, steps, summary)

@@ -18,7 +18,7 @@ const plannerTarget = 10000
 // writePlannerTable opens the report with what a capacity planner reads
 // first: per configuration and p99 objective, the highest rate met and the
 // cores per 1k RPS it costs there (the aggregate slo_knees.csv rows).
-func writePlannerTable(b *bytes.Buffer, heading string, meta dataset.Metadata, slo []dataset.SLOKneeRow) {
+func writePlannerTable(b *bytes.Buffer, heading string, meta dataset.Metadata, slo []dataset.SLOKneeRow, summary []dataset.KneeRow) {
 	if heading != "" {
 		b.WriteString(heading + "\n\n")
 	}
@@ -43,6 +43,10 @@ func writePlannerTable(b *bytes.Buffer, heading string, meta dataset.Metadata, s
 				cells = append(cells, "n/a", "n/a")
 			case r.KneeRPS == 0:
 				cells = append(cells, "< floor ("+r.Status+")", "n/a")
+			case r.Status == dataset.SLOAtBound && censoredAbove(summary, config):
+				// Met at a capacity bound that is the ladder's top: the
+				// configuration may serve more within the objective.
+				cells = append(cells, ">= "+strconv.Itoa(r.KneeRPS), fmtNum(r.CoresPer1k, 3))
 			default:
 				cells = append(cells, strconv.Itoa(r.KneeRPS), fmtNum(r.CoresPer1k, 3))
 			}
@@ -55,6 +59,14 @@ func writePlannerTable(b *bytes.Buffer, heading string, meta dataset.Metadata, s
 	if line := workedLine(meta, rows, objectives); line != "" {
 		b.WriteString(line + "\n\n")
 	}
+}
+
+// censoredAbove reports whether a configuration's capacity knee (its
+// all-rounds summary row) passed the top of the ladder.
+func censoredAbove(summary []dataset.KneeRow, config string) bool {
+	return slices.ContainsFunc(summary, func(k dataset.KneeRow) bool {
+		return k.ConfigID == config && k.Censored == dataset.CensoredAbove
+	})
 }
 
 // workedLine turns the first WAF row at the middle objective into
