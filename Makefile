@@ -198,10 +198,11 @@ headless-browser:
 sweep: envoy build $(if $(findstring nginx-modsecurity,$(SWEEP_ARGS)),nginx-peer)
 	ENVOY_BIN="$(abspath $(BUILD)/envoy)" CORAZAWAF_MODULE="$(abspath $(MODULE))" $(WAFSWEEP) sweep $(SWEEP_ARGS)
 
-# The README's generated sections, rendered again from the committed
-# datasets their BEGIN lines name (a test fails when they differ).
+# The docs' generated sections (README.md, results/README.md, ...), rendered
+# again from the committed datasets their BEGIN lines name (a test fails
+# when they differ).
 readme-figures:
-	$(GO) run ./orchestrator/cmd/readme-figures README.md
+	$(GO) run ./orchestrator/cmd/readme-figures $$(git ls-files '*.md')
 
 # Engine benchmarks: CPU per request of stock, re2 and accelerated per tier
 # and shape (results/bench/engine.csv), and of random and attacker-chosen

@@ -58,34 +58,17 @@ type EngineCost struct {
 
 // ReadEngineCSV reads enginebench's CSV.
 func ReadEngineCSV(path string) ([]EngineCost, error) {
-	f, err := os.Open(path)
+	rows, err := dataset.ReadRecords(path, "tier", "shape", "flavor", "cpu_ns_per_req")
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	records, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(records) == 0 {
-		return nil, fmt.Errorf("%s: empty", path)
-	}
-	col := map[string]int{}
-	for i, name := range records[0] {
-		col[name] = i
-	}
-	for _, name := range []string{"tier", "shape", "flavor", "cpu_ns_per_req"} {
-		if _, ok := col[name]; !ok {
-			return nil, fmt.Errorf("%s: no %s column", path, name)
-		}
-	}
-	var out []EngineCost
-	for i, r := range records[1:] {
-		ns, err := strconv.ParseFloat(r[col["cpu_ns_per_req"]], 64)
+	out := make([]EngineCost, 0, len(rows))
+	for i, r := range rows {
+		ns, err := strconv.ParseFloat(r["cpu_ns_per_req"], 64)
 		if err != nil {
 			return nil, fmt.Errorf("%s line %d: cpu_ns_per_req: %w", path, i+2, err)
 		}
-		out = append(out, EngineCost{Tier: r[col["tier"]], Shape: r[col["shape"]], Flavor: r[col["flavor"]], CPUNs: ns})
+		out = append(out, EngineCost{Tier: r["tier"], Shape: r["shape"], Flavor: r["flavor"], CPUNs: ns})
 	}
 	return out, nil
 }

@@ -72,35 +72,82 @@ func roundsText(k dataset.KneeRow) string {
 	return fmt.Sprintf("%d (%s-%s)", k.Rounds, fmtNum(k.KneeMinRPS, 0), fmtNum(k.KneeMaxRPS, 0))
 }
 
-// calibrationLine states a calibration sweep's known answer beside what
-// it measured: the backend's note in the metadata gives its cost per
-// request, its core assignment how many CPUs serve it.
+// calibrationLine states a calibration sweep's known answers beside what
+// it measured.
 func calibrationLine(meta dataset.Metadata, summary []dataset.KneeRow) string {
-	cost, ok := backend.CostFromNotes(meta.Notes)
-	if !ok || len(summary) != 1 {
+	cal, ok := calibrationOf(meta, summary)
+	if !ok {
 		return ""
 	}
+	parts := make([]string, len(cal.facts))
+	for i, f := range cal.facts {
+		parts[i] = fmt.Sprintf("known %s, measured %s (%s)", f.knownText(), f.measuredText(), relative(f.measured, f.known))
+	}
+	return cal.backend + ": " + strings.Join(parts, "; ")
+}
+
+// calibration is what a calibration sweep's backend is known to do, beside
+// what the sweep measured of it.
+type calibration struct {
+	backend string // what the backend does per request, in words
+	facts   []calibrationFact
+}
+
+// calibrationFact is one known answer and its measurement at the knee.
+type calibrationFact struct {
+	name            string // "capacity", "cost", ...
+	unit            string // "RPS", ...
+	known, measured float64
+	decimals        int
+	// measuredAs overrides how the measurement reads (a censored knee).
+	measuredAs string
+}
+
+func (f calibrationFact) knownText() string {
+	return fmt.Sprintf("%s %s %s", f.name, fmtNum(f.known, f.decimals), f.unit)
+}
+
+func (f calibrationFact) measuredText() string {
+	if f.measuredAs != "" {
+		return f.measuredAs
+	}
+	return fmt.Sprintf("%s %s", fmtNum(f.measured, f.decimals), f.unit)
+}
+
+// calibrationOf reads a calibration sweep: the backend's note in the
+// metadata gives its cost per request, its core assignment how many CPUs
+// serve it, and the one configuration's knee what was measured.
+func calibrationOf(meta dataset.Metadata, summary []dataset.KneeRow) (calibration, bool) {
+	cost, ok := backend.CostFromNotes(meta.Notes)
+	if !ok || len(summary) != 1 {
+		return calibration{}, false
+	}
 	k := summary[0]
-	var parts []string
+	var cal calibration
+	var does []string
 	if cost.CPU > 0 {
 		cpus, err := procstat.ParseCPUList(meta.CoreAssignment["backend"])
 		if err != nil || len(cpus) == 0 {
-			return ""
+			return calibration{}, false
 		}
-		capacity := float64(len(cpus)) / cost.CPU.Seconds()
-		perK := 1000 * cost.CPU.Seconds()
-		parts = append(parts, fmt.Sprintf("a backend burning %s of CPU per request on %s: known capacity %s RPS, "+
-			"measured knee %s (%s); known cost %s cores per 1k RPS, measured %s at the knee (%s)",
-			cost.CPU, count(len(cpus), "CPU"), fmtNum(capacity, 0), kneeText(k), relative(float64(k.KneeRPS), capacity),
-			fmtNum(perK, 2), fmtNum(k.CoresPer1kAtKnee, 2), relative(k.CoresPer1kAtKnee, perK)))
+		does = append(does, fmt.Sprintf("burning %s of CPU per request on %s", cost.CPU, count(len(cpus), "CPU")))
+		cal.facts = append(cal.facts,
+			calibrationFact{name: "capacity", unit: "RPS", known: float64(len(cpus)) / cost.CPU.Seconds(),
+				measured: float64(k.KneeRPS), measuredAs: "knee " + kneeText(k) + " RPS"},
+			calibrationFact{name: "cost", unit: "cores per 1k RPS", known: 1000 * cost.CPU.Seconds(),
+				measured: k.CoresPer1kAtKnee, decimals: 2})
 	}
 	if cost.Sleep > 0 {
+		does = append(does, fmt.Sprintf("sleeping %s per request", cost.Sleep))
 		known := float64(cost.Sleep.Microseconds()) / 1000
-		parts = append(parts, fmt.Sprintf("a backend sleeping %s per request: known latency %s ms, measured p50 %s ms "+
-			"and p99 %s ms at the knee (%s, %s)", cost.Sleep, fmtNum(known, 1), fmtNum(k.P50MsAtKnee, 1),
-			fmtNum(k.P99MsAtKnee, 1), relative(k.P50MsAtKnee, known), relative(k.P99MsAtKnee, known)))
+		cal.facts = append(cal.facts,
+			calibrationFact{name: "latency", unit: "ms", known: known, measured: k.P50MsAtKnee, decimals: 1,
+				measuredAs: fmt.Sprintf("p50 %s ms at the knee", fmtNum(k.P50MsAtKnee, 1))},
+			calibrationFact{name: "latency", unit: "ms", known: known, measured: k.P99MsAtKnee, decimals: 1,
+				measuredAs: fmt.Sprintf("p99 %s ms at the knee", fmtNum(k.P99MsAtKnee, 1))})
 	}
-	return strings.Join(parts, "; ")
+	cal.backend = "a backend " + strings.Join(does, " and ")
+	return cal, true
 }
 
 func relative(measured, known float64) string {

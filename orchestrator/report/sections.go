@@ -5,18 +5,49 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 )
 
-// A document (the project's README) quotes datasets in generated sections:
+// A document (the project's READMEs) quotes datasets in generated
+// sections:
 //
-//	<!-- BEGIN generated: NAME (make readme-figures: results/a results/b) -->
-//	... Headline of each dataset, in order ...
+//	<!-- BEGIN generated: NAME (make readme-figures[ KIND]: results/a results/b) -->
+//	... what KIND renders from the datasets, in order ...
 //	<!-- END generated: NAME -->
 //
 // The BEGIN line names the datasets, relative to the document, so that
-// changing what a section quotes is an edit of that line and a rerun.
-var sectionBegin = regexp.MustCompile(`<!-- BEGIN generated: ([a-z0-9-]+) \(make readme-figures: ([^)]*)\) -->\n`)
+// changing what a section quotes is an edit of that line and a rerun. KIND
+// says how they are rendered (sectionKinds); without it each is a sweep's
+// Headline.
+var sectionBegin = regexp.MustCompile(`<!-- BEGIN generated: ([a-z0-9-]+) \(make readme-figures(?: ([a-z-]+))?: ([^)]*)\) -->\n`)
+
+// A sectionRenderer renders the datasets a section names: dir is the
+// document's directory, datasets are as the BEGIN line writes them
+// (relative to dir), and also how the section shows them.
+type sectionRenderer func(dir string, datasets []string) ([]byte, error)
+
+var sectionKinds = map[string]sectionRenderer{
+	"":             eachDataset(Headline),
+	"datasets":     datasetIndex,
+	"ground-truth": groundTruthTable,
+	"memory":       memoryTable,
+	"module-cost":  moduleCostTable,
+	"engine":       engineTable,
+	"soak":         eachDataset(soakSummary),
+}
+
+// SectionKinds lists the KIND words a BEGIN line may carry.
+func SectionKinds() []string {
+	var kinds []string
+	for k := range sectionKinds {
+		if k != "" {
+			kinds = append(kinds, k)
+		}
+	}
+	slices.Sort(kinds)
+	return kinds
+}
 
 // RegenerateSections returns doc with every generated section rendered
 // again from its datasets; dir is the document's directory.
@@ -29,27 +60,54 @@ func RegenerateSections(doc []byte, dir string) ([]byte, error) {
 			out.Write(rest)
 			return out.Bytes(), nil
 		}
-		name, datasets := string(rest[loc[2]:loc[3]]), strings.Fields(string(rest[loc[4]:loc[5]]))
+		name, kind, datasets := string(rest[loc[2]:loc[3]]), submatch(rest, loc, 2), strings.Fields(submatch(rest, loc, 3))
 		end := []byte("<!-- END generated: " + name + " -->")
 		endAt := bytes.Index(rest[loc[1]:], end)
 		if endAt < 0 {
 			return nil, fmt.Errorf("generated section %q has no %q line", name, end)
 		}
+		render, ok := sectionKinds[kind]
+		if !ok {
+			return nil, fmt.Errorf("generated section %q: unknown kind %q (use one of %s, or none for a sweep's headline)",
+				name, kind, strings.Join(SectionKinds(), ", "))
+		}
 		if len(datasets) == 0 {
 			return nil, fmt.Errorf("generated section %q names no dataset", name)
 		}
+		body, err := render(dir, datasets)
+		if err != nil {
+			return nil, fmt.Errorf("generated section %q: %w", name, err)
+		}
 		out.Write(rest[:loc[1]])
+		out.Write(body)
+		out.Write(end)
+		rest = rest[loc[1]+endAt+len(end):]
+	}
+}
+
+// submatch is the i-th group of a FindSubmatchIndex result, "" when it
+// did not take part.
+func submatch(b []byte, loc []int, i int) string {
+	if loc[2*i] < 0 {
+		return ""
+	}
+	return string(b[loc[2*i]:loc[2*i+1]])
+}
+
+// eachDataset renders every dataset on its own, a blank line between.
+func eachDataset(render func(dir, shownDir string) ([]byte, error)) sectionRenderer {
+	return func(dir string, datasets []string) ([]byte, error) {
+		var out bytes.Buffer
 		for i, d := range datasets {
-			headline, err := Headline(filepath.Join(dir, d), d)
+			body, err := render(filepath.Join(dir, d), d)
 			if err != nil {
-				return nil, fmt.Errorf("generated section %q: %w", name, err)
+				return nil, err
 			}
 			if i > 0 {
 				out.WriteString("\n")
 			}
-			out.Write(headline)
+			out.Write(body)
 		}
-		out.Write(end)
-		rest = rest[loc[1]+endAt+len(end):]
+		return out.Bytes(), nil
 	}
 }

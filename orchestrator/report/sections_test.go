@@ -3,43 +3,179 @@ package report
 import (
 	"bytes"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/wafsweep/wafsweep/orchestrator/backend"
+	"github.com/wafsweep/wafsweep/orchestrator/dataset"
+	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
+	"github.com/wafsweep/wafsweep/orchestrator/internal/repofiles"
 )
 
-// Every figure the README quotes from a dataset is what that dataset
-// says: its generated sections are rendered again from the committed
-// datasets they name, and must come out unchanged.
-func TestREADMEFiguresComeFromTheDatasets(t *testing.T) {
-	doc, err := os.ReadFile("../../README.md")
+// docsWithFigures are the documents that must quote their figures through
+// generated sections: a test that found none in them would pass vacuously.
+var docsWithFigures = []string{"README.md", "results/README.md", "filter/accel/README.md"}
+
+// Every figure a committed document quotes from a dataset through a
+// generated section is what that dataset says: each section is rendered
+// again from the committed files it names, and must come out unchanged.
+func TestDocFiguresComeFromTheDatasets(t *testing.T) {
+	repo, err := envoyproc.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !sectionBegin.Match(doc) {
-		t.Fatal("README.md has no generated section")
-	}
-	fresh, err := RegenerateSections(doc, "../..")
+	files, err := repofiles.Committed(".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(doc, fresh) {
-		t.Errorf("README.md's generated sections differ from the datasets they name: run make readme-figures")
+	var withSections []string
+	for _, f := range files {
+		if filepath.Ext(f) != ".md" {
+			continue
+		}
+		doc, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(repo, f)
+		if !sectionBegin.Match(doc) {
+			continue
+		}
+		withSections = append(withSections, rel)
+		fresh, err := RegenerateSections(doc, filepath.Dir(f))
+		if err != nil {
+			t.Errorf("%s: %v", rel, err)
+			continue
+		}
+		if !bytes.Equal(doc, fresh) {
+			t.Errorf("%s: its generated sections differ from the datasets they name: run make readme-figures", rel)
+		}
+	}
+	for _, doc := range docsWithFigures {
+		if !slices.Contains(withSections, doc) {
+			t.Errorf("%s has no generated section", doc)
+		}
+	}
+}
+
+// results/README.md's index lists every committed sweep, so none lands
+// without its command and commit on that page.
+func TestEveryCommittedSweepIsIndexed(t *testing.T) {
+	repo, err := envoyproc.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(repo, "results", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var indexed []string
+	for _, m := range sectionBegin.FindAllSubmatch(doc, -1) {
+		if string(m[2]) == "datasets" {
+			indexed = append(indexed, strings.Fields(string(m[3]))...)
+		}
+	}
+	dirs, err := repofiles.CommittedDirs("results", dataset.MetadataFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs) == 0 {
+		t.Fatal("no committed sweep found")
+	}
+	for _, d := range dirs {
+		rel, _ := filepath.Rel(filepath.Join(repo, "results"), d)
+		if !slices.Contains(indexed, rel) {
+			t.Errorf("results/%s is not in results/README.md's dataset index", rel)
+		}
 	}
 }
 
 func TestRegenerateSectionsRefusesBrokenMarkers(t *testing.T) {
-	tests := []struct{ doc, want string }{
+	for _, tc := range []struct{ doc, want string }{
 		{"<!-- BEGIN generated: t (make readme-figures: results/x) -->\nno end\n", `has no "<!-- END generated: t -->" line`},
 		{"<!-- BEGIN generated: t (make readme-figures: ) -->\n<!-- END generated: t -->", "names no dataset"},
 		{"<!-- BEGIN generated: t (make readme-figures: nowhere) -->\n<!-- END generated: t -->", "nowhere/metadata.json"},
-	}
-	for _, tc := range tests {
+		{"<!-- BEGIN generated: t (make readme-figures pie-chart: x) -->\n<!-- END generated: t -->", `unknown kind "pie-chart"`},
+		{"<!-- BEGIN generated: t (make readme-figures module-cost: none.csv) -->\n<!-- END generated: t -->", "none.csv"},
+	} {
 		if _, err := RegenerateSections([]byte(tc.doc), t.TempDir()); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%q: %v, want %q", tc.doc, err, tc.want)
+			t.Errorf("%q: err %v, want it to mention %q", tc.doc, err, tc.want)
 		}
 	}
-	plain := []byte("no sections here\n")
+	plain := []byte("# no sections\n")
 	if got, err := RegenerateSections(plain, "."); err != nil || !bytes.Equal(got, plain) {
-		t.Errorf("a document without sections: %q %v", got, err)
+		t.Errorf("a document without sections changed: %q, %v", got, err)
+	}
+}
+
+// The renderers read the files named and nothing else: each is given a
+// small file of its kind and must show exactly its figures.
+func TestSectionKindsRenderTheirFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("engine.csv", "tier,shape,bytes,fields,flavor,cpu_ns_per_req\n"+
+		"full-crs,get,0,0,stock,600000\nfull-crs,get,0,0,accelerated,300000\n"+
+		"full-crs,json_1k,1022,21,stock,9000000\nfull-crs,json_1k,1022,21,accelerated,2000000\n")
+	write("module.csv", "flavor,tier,rate_rps,rounds,proxy_us_per_req,proxy_us_min,proxy_us_max,over_envoy_us,over_envoy_us_min,over_envoy_us_max,engine_us_per_req,gap_us\n"+
+		"envoy,none,500,3,268.0,251.0,302.0,,,,,\nwaf,headers-only,500,3,442.0,381.0,454.0,152.0,113.0,191.0,12.6,139.4\n")
+	write("soak/metadata.txt", "commit: 436cd50e281e9e01bb640b6cf19f6c1c632c9624\nstarted: 2026-11-30T11:17:06Z\ncommand: make soak\ncpus: 2 x CPU\n")
+	write("soak/summary.txt", "soak 30m0s at 80 RPS: requests 145771\n")
+	for _, tc := range []struct {
+		kind, files string
+		want        []string
+	}{
+		{"engine", "engine.csv", []string{
+			"| stock | 0.6 ms | 9 ms |", "| accelerated | 0.3 ms | 2 ms |",
+			"| ratio stock / accelerated (`engine.csv`) | 2.0x | 4.5x |", "json_1k (21 fields)"}},
+		{"module-cost", "module.csv", []string{
+			"| envoy | 500 | 3 | 268 (251-302) |  |  |  |", "| waf, headers-only | 500 | 3 | 442 (381-454) | 152 (113-191) | 12.6 | 139 |"}},
+		{"soak", "soak", []string{"**`soak`** (commit 436cd50, started 2026-11-30T11:17:06Z, 2 x CPU): `make soak`",
+			"```text\nsoak 30m0s at 80 RPS: requests 145771\n```"}},
+	} {
+		doc := "<!-- BEGIN generated: s (make readme-figures " + tc.kind + ": " + tc.files + ") -->\n<!-- END generated: s -->\n"
+		got, err := RegenerateSections([]byte(doc), dir)
+		if err != nil {
+			t.Errorf("%s: %v", tc.kind, err)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(string(got), w) {
+				t.Errorf("%s: want %q in\n%s", tc.kind, w, got)
+			}
+		}
+	}
+}
+
+// A calibration sweep's known answers come from its backend's note and
+// core assignment; what it measured from its knee.
+func TestCalibrationTableSetsKnownBesideMeasured(t *testing.T) {
+	cost := backend.Cost{CPU: 4 * time.Millisecond}
+	meta := dataset.Metadata{Notes: []string{cost.Note()}, CoreAssignment: map[string]string{"backend": "1"}}
+	knee := dataset.KneeRow{ConfigID: "direct/headers-only/get", KneeRPS: 241, CoresPer1kAtKnee: 4.1}
+	cal, ok := calibrationOf(meta, []dataset.KneeRow{knee})
+	if !ok {
+		t.Fatal("not read as a calibration sweep")
+	}
+	var rows []string
+	for _, f := range cal.facts {
+		rows = append(rows, f.knownText()+" | "+f.measuredText()+" | "+relative(f.measured, f.known))
+	}
+	want := []string{"capacity 250 RPS | knee 241 RPS | -3.6%", "cost 4.00 cores per 1k RPS | 4.10 cores per 1k RPS | +2.5%"}
+	if !slices.Equal(rows, want) {
+		t.Errorf("facts %q, want %q", rows, want)
+	}
+	if _, ok := calibrationOf(dataset.Metadata{}, []dataset.KneeRow{knee}); ok {
+		t.Error("a sweep without a calibration backend was read as one")
 	}
 }

@@ -1,6 +1,7 @@
-// Command readme-figures renders the generated sections of a document (the
-// project's README) again from the committed datasets they name (see
-// report.RegenerateSections): `make readme-figures`.
+// Command readme-figures renders the generated sections of documents (the
+// project's READMEs) again from the committed datasets they name (see
+// report.RegenerateSections): `make readme-figures`. A document without a
+// generated section is left as it is.
 package main
 
 import (
@@ -16,16 +17,22 @@ import (
 func main() {
 	check := flag.Bool("check", false, "only report whether the document is up to date (exit 1 if not)")
 	flag.Usage = func() {
-		fmt.Fprintln(flag.CommandLine.Output(), "usage: readme-figures [-check] DOCUMENT.md")
+		fmt.Fprintln(flag.CommandLine.Output(), "usage: readme-figures [-check] DOCUMENT.md...")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if flag.NArg() != 1 {
+	if flag.NArg() == 0 {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(flag.Arg(0), *check); err != nil {
-		fmt.Fprintln(os.Stderr, "readme-figures:", err)
+	failed := false
+	for _, doc := range flag.Args() {
+		if err := run(doc, *check); err != nil {
+			fmt.Fprintln(os.Stderr, "readme-figures:", err)
+			failed = true
+		}
+	}
+	if failed {
 		os.Exit(1)
 	}
 }
