@@ -58,6 +58,10 @@ type Plan struct {
 	// configuration is searched for (see dataset.SLOSearches); none turns
 	// the SLO searches off.
 	SLOs []time.Duration
+	// EnvoyEnv is Envoy's environment beyond what every sweep gives it,
+	// KEY=VALUE each: the module's Go runtime knobs (GOGC, GOMEMLIMIT,
+	// GODEBUG, GOMAXPROCS) are set only from here (see EnvoyEnviron).
+	EnvoyEnv []string
 }
 
 // Default is the reference methodology of the notes.
@@ -107,6 +111,8 @@ type planJSON struct {
 	// is read and ignored there; LoadFile refuses it in a plan file.
 	RetiredP99SLO *string  `json:"p99_slo,omitempty"`
 	SLOs          []string `json:"slos"`
+	// Omitted when empty, so that the sweeps before it keep their identity.
+	EnvoyEnv []string `json:"envoy_env,omitempty"`
 }
 
 // MarshalJSON writes the plan file form.
@@ -117,7 +123,7 @@ func (p Plan) MarshalJSON() ([]byte, error) {
 		Warmup: p.Warmup.String(), Measure: p.Measure.String(), Cooldown: p.Cooldown.String(),
 		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenLateness: p.MaxLoadgenLateness,
 		MaxLoadgenDelay: p.MaxLoadgenDelay.String(), MaxCPUSteal: p.MaxCPUSteal, KneeResolution: p.KneeResolution,
-		SLOs: durationStrings(p.SLOs),
+		SLOs: durationStrings(p.SLOs), EnvoyEnv: p.EnvoyEnv,
 	})
 }
 
@@ -133,7 +139,7 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 		Warmup: p.Warmup.String(), Measure: p.Measure.String(), Cooldown: p.Cooldown.String(),
 		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenLateness: p.MaxLoadgenLateness,
 		MaxLoadgenDelay: p.MaxLoadgenDelay.String(), MaxCPUSteal: p.MaxCPUSteal, KneeResolution: p.KneeResolution,
-		SLOs: durationStrings(p.SLOs),
+		SLOs: durationStrings(p.SLOs), EnvoyEnv: slices.Clone(p.EnvoyEnv),
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -160,7 +166,7 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 	p.Flavors, p.Tiers, p.Shapes, p.Ladder, p.FloorRPS = f.Flavors, f.Tiers, f.Shapes, f.Ladder, f.FloorRPS
 	p.Connections, p.Rounds, p.Confirm = f.Connections, f.Rounds, f.Confirm
 	p.MaxLoadgenCPU, p.MaxLoadgenLateness, p.KneeResolution = f.MaxLoadgenCPU, f.MaxLoadgenLateness, f.KneeResolution
-	p.MaxCPUSteal = f.MaxCPUSteal
+	p.MaxCPUSteal, p.EnvoyEnv = f.MaxCPUSteal, f.EnvoyEnv
 	slos, err := ParseDurations(f.SLOs)
 	if err != nil {
 		return fmt.Errorf("slos: %w", err)

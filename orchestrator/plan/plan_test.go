@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -95,6 +96,9 @@ func TestValidate(t *testing.T) {
 		{"too few calls per connection at the floor", func(p *Plan) { p.FloorRPS, p.Measure = 1, 5*time.Second },
 			[]string{"floor_rps = 1 with measure = 5s schedules 5 calls, fewer than 2 per connection over 4 connections: " +
 				"raise floor_rps to at least 2, or lengthen measure to at least 8s"}},
+		{"envoy env without a value", func(p *Plan) { p.EnvoyEnv = []string{"GOGC"} }, []string{`envoy_env "GOGC": write NAME=VALUE`}},
+		{"envoy env with a bad name", func(p *Plan) { p.EnvoyEnv = []string{"GO GC=1"} }, []string{`envoy_env "GO GC=1": write NAME=VALUE`}},
+		{"envoy env set twice", func(p *Plan) { p.EnvoyEnv = []string{"GOGC=1", "GOGC=2"} }, []string{"envoy_env: GOGC set twice"}},
 		{"every problem at once", func(p *Plan) {
 			p.Flavors = []string{"wafx"}
 			p.Ladder = []int{2000, 1000}
@@ -248,6 +252,7 @@ func TestLoadFileErrors(t *testing.T) {
 func TestPlanJSONRoundTrip(t *testing.T) {
 	p := Default()
 	p.Rounds, p.Confirm, p.SLOs, p.FloorRPS = 3, false, []time.Duration{2500 * time.Microsecond}, 120
+	p.EnvoyEnv = []string{"GOGC=400", "GODEBUG=gctrace=1,madvdontneed=1"}
 	data, err := json.Marshal(p)
 	if err != nil {
 		t.Fatal(err)
@@ -261,6 +266,33 @@ func TestPlanJSONRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(back, p) {
 		t.Errorf("round trip = %+v\nwant %+v", back, p)
+	}
+}
+
+// A plan without an Envoy environment writes no envoy_env, so the sweeps
+// made before the field keep their identity (a digest of the plan's JSON).
+func TestPlanWithoutEnvoyEnvWritesNone(t *testing.T) {
+	data, err := json.Marshal(Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "envoy_env") {
+		t.Errorf("default plan writes envoy_env: %s", data)
+	}
+}
+
+// Envoy's Go runtime knobs come from the plan alone: each is blanked
+// first (the runtime reads an empty value as unset), then the plan's
+// entries follow and win, as a process's later entry does.
+func TestEnvoyEnvironSetsTheRuntimeKnobsOnlyFromThePlan(t *testing.T) {
+	p := Default()
+	if got, want := p.EnvoyEnviron(), []string{"GOGC=", "GOMEMLIMIT=", "GODEBUG=", "GOMAXPROCS="}; !reflect.DeepEqual(got, want) {
+		t.Errorf("EnvoyEnviron() = %q, want %q", got, want)
+	}
+	p.EnvoyEnv = []string{"GOGC=400"}
+	got := p.EnvoyEnviron()
+	if got[len(got)-1] != "GOGC=400" || slices.Index(got, "GOGC=") > slices.Index(got, "GOGC=400") {
+		t.Errorf("EnvoyEnviron() = %q: the plan's GOGC must come after the blank one", got)
 	}
 }
 

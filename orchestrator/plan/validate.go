@@ -18,6 +18,7 @@ func (p Plan) Validate() error {
 	errs = append(errs, p.checkLadder()...)
 	errs = append(errs, p.checkFloor()...)
 	errs = append(errs, p.checkRun()...)
+	errs = append(errs, checkEnvoyEnv(p.EnvoyEnv)...)
 	return errors.Join(errs...)
 }
 

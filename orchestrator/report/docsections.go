@@ -59,7 +59,11 @@ func configurationsText(meta dataset.Metadata) string {
 	if len(meta.Plan.Tiers) > 0 {
 		parts = append(parts, strings.Join(meta.Plan.Tiers, ", "))
 	}
-	return strings.Join(append(parts, strings.Join(meta.Plan.Shapes, ", ")), " x ")
+	s := strings.Join(append(parts, strings.Join(meta.Plan.Shapes, ", ")), " x ")
+	if env := meta.Plan.EnvoyEnv; len(env) > 0 {
+		s += "; Envoy with " + strings.Join(env, " ")
+	}
+	return s
 }
 
 func shortCommit(c string) string {

@@ -28,6 +28,9 @@ func Headline(dir, shownDir string) ([]byte, error) {
 	sortByConfig(summary, flavorOrder(steps, summary))
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "**`%s`** (%s, %s of %s windows", shownDir, meta.Target, count(meta.Plan.Rounds, "round"), meta.Plan.Measure)
+	if env := meta.Plan.EnvoyEnv; len(env) > 0 {
+		fmt.Fprintf(&b, ", Envoy with %s", mdText(strings.Join(env, " ")))
+	}
 	if !meta.FinishedAt.IsZero() {
 		fmt.Fprintf(&b, ", finished %s", meta.FinishedAt.Format("2006-01-02"))
 	}

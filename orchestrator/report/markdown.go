@@ -184,6 +184,9 @@ func writeReproduce(b *bytes.Buffer, meta dataset.Metadata) {
 	for _, role := range sortedStrings(meta.CoreAssignment) {
 		fmt.Fprintf(b, "- Cores for %s: %s\n", mdText(role), mdText(meta.CoreAssignment[role]))
 	}
+	if env := meta.Plan.EnvoyEnv; len(env) > 0 {
+		fmt.Fprintf(b, "- Envoy's environment: %s\n", mdText(strings.Join(env, " ")))
+	}
 	v := meta.Versions
 	b.WriteString("\n")
 	writeTableHeader(b, []string{"Component", "Version"})

@@ -65,7 +65,7 @@ func (k kubeFlags) target(name, sweepID, repoRoot string, modules moduleBuilds, 
 		Target: name, Kubeconfig: k.kubeconfig, Context: k.context, Namespace: k.namespace,
 		Registry: k.registry, Image: k.image, KindCluster: k.kindCluster, KindNodeImage: k.kindNodeImage,
 		ProxyCores: k.proxyCores, LoadgenCores: k.loadgenCores, ProxyMemory: k.proxyMemory,
-		Sources: src, AllowSharedCPUs: k.allowSharedCPUs, Progress: progress,
+		Sources: src, AllowSharedCPUs: k.allowSharedCPUs, EnvoyEnv: p.EnvoyEnv, Progress: progress,
 	}, sweepID)
 }
 

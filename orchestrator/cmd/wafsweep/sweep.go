@@ -38,6 +38,7 @@ type sweepFlags struct {
 	target                                string
 	proxyCPUs, loadgenCPUs, backendCPUs   string
 	backendCost                           backend.Cost
+	envoyEnv                              []string
 	kube                                  kubeFlags
 }
 
@@ -59,6 +60,10 @@ func parseSweepFlags(args []string, stderr io.Writer) (sweepFlags, *flag.FlagSet
 	fs.DurationVar(&f.warmup, "warmup", 0, "warm-up before each measured step")
 	fs.DurationVar(&f.measure, "measure", 0, "measured window of each step")
 	fs.DurationVar(&f.cooldown, "cooldown", 0, "pause after each step")
+	fs.Func("envoy-env", "NAME=VALUE added to Envoy's environment, e.g. GOGC=400 for the module's Go runtime (repeat for more; part of the plan and the sweep's identity; the Go runtime's GOGC, GOMEMLIMIT, GODEBUG and GOMAXPROCS reach Envoy only this way)", func(v string) error {
+		f.envoyEnv = append(f.envoyEnv, v)
+		return nil
+	})
 	fs.StringVar(&f.sweepID, "sweep-id", "", "name of the output directory under --results (default: derived from the plan, so the same command resumes)")
 	fs.StringVar(&f.resultsDir, "results", "", "results directory (default <repo>/results)")
 	fs.StringVar(&f.rulesets, "rulesets", "", "rule tier directory (default <repo>/rulesets)")
@@ -178,6 +183,9 @@ func (f sweepFlags) buildPlan() (plan.Plan, error) {
 	setDur(&p.Warmup, f.warmup)
 	setDur(&p.Measure, f.measure)
 	setDur(&p.Cooldown, f.cooldown)
+	if len(f.envoyEnv) > 0 {
+		p.EnvoyEnv = f.envoyEnv
+	}
 	errs = append(errs, p.Validate())
 	return p, errors.Join(errs...)
 }
@@ -318,7 +326,8 @@ func (f sweepFlags) sweepOptions() (sweep.Options, error) {
 		return sweep.Options{}, err
 	}
 	tgt, err := local.New(local.Options{ModulePath: module, ProxyCPUs: proxy, LoadgenCPUs: loadgen, BackendCPUs: backendCPUs,
-		SharedCPUs: f.kube.allowSharedCPUs, BackendCommand: []string{self, "backend"}, BackendCost: f.backendCost, PinSelf: true})
+		SharedCPUs: f.kube.allowSharedCPUs, BackendCommand: []string{self, "backend"}, BackendCost: f.backendCost, PinSelf: true,
+		EnvoyEnv: p.EnvoyEnviron()})
 	if err != nil {
 		return sweep.Options{}, err
 	}

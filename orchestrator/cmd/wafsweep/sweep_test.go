@@ -70,6 +70,8 @@ func TestBadFlagsFailBeforeAnythingStarts(t *testing.T) {
 		{[]string{"--slo", "50ms,50ms"}, "slos: 50ms: use distinct positive durations"},
 		{[]string{"--target", "kind", "--backend-cpu-per-request", "1ms"}, "the calibration backend runs on the local target only"},
 		{[]string{"--backend-cpu-per-request", "1ms", "--backend-cpus", "0", "--loadgen-cpus", "0"}, "a calibration backend shares CPUs 0 with the load generator"},
+		{[]string{"--envoy-env", "GOGC"}, `envoy_env "GOGC": write NAME=VALUE`},
+		{[]string{"--envoy-env", "GOGC=100", "--envoy-env", "GOGC=400"}, "envoy_env: GOGC set twice"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -115,6 +117,8 @@ func TestSweepIDCoversWhatIsMeasuredAndWhere(t *testing.T) {
 	otherCPUs := target.Description{CoreAssignment: map[string]string{"proxy": "0", "loadgen": "1"}}
 	recommitted := build
 	recommitted.WafsweepCommit = "abc123"
+	tuned := plan.Default()
+	tuned.EnvoyEnv = []string{"GOGC=400"}
 	tests := []struct {
 		name string
 		id   func() (string, error)
@@ -124,6 +128,7 @@ func TestSweepIDCoversWhatIsMeasuredAndWhere(t *testing.T) {
 		{"another CPU assignment", func() (string, error) { return sweepID("local", plan.Default(), otherCPUs, build.Build()) }, false},
 		{"another target", func() (string, error) { return sweepID("kind", plan.Default(), cpus, build.Build()) }, false},
 		{"a wafsweep commit alone", func() (string, error) { return sweepID("local", plan.Default(), cpus, recommitted.Build()) }, true},
+		{"Envoy's environment", func() (string, error) { return sweepID("local", tuned, cpus, build.Build()) }, false},
 	}
 	for _, tc := range tests {
 		id, err := tc.id()

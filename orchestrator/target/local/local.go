@@ -51,6 +51,9 @@ type Options struct {
 	// Nginx is the nginx and ModSecurity connector of the
 	// nginx-modsecurity flavor; empty fields mean nginxconfig.Find().
 	Nginx nginxconfig.Installation
+	// EnvoyEnv is added to the environment Envoy inherits (a plan's
+	// plan.Plan.EnvoyEnviron).
+	EnvoyEnv []string
 }
 
 // Local deploys configurations as local processes.
@@ -250,6 +253,7 @@ func (d *deployed) startEnvoy(ctx context.Context, dep target.Deployment) error 
 	d.envoy, err = envoyproc.Start(ctx, envoyproc.Options{
 		Binary: d.local.opts.EnvoyBinary, ConfigPath: cfgPath, LogPath: filepath.Join(dep.RunDir, "envoy.log"),
 		AdminPort: ports[1], CPUs: d.local.opts.ProxyCPUs, Concurrency: len(d.local.opts.ProxyCPUs),
+		Env: d.local.opts.EnvoyEnv,
 	})
 	if err != nil {
 		return fmt.Errorf("starting Envoy: %w", err)

@@ -48,6 +48,7 @@ type Options struct {
 	ProxyMemory     string
 	Sources         image.Sources
 	AllowSharedCPUs bool
+	EnvoyEnv        []string // KEY=VALUE, added to Envoy's container (plan.Plan.EnvoyEnv)
 	Progress        io.Writer
 }
 
@@ -239,8 +240,9 @@ func (t *Target) Start(ctx context.Context) error {
 	so := spec.Options{
 		Namespace: orDefault(o.Namespace, NamespaceFor(t.sweepID)), SweepID: t.sweepID,
 		Image: ref, PullPolicy: pull,
-		Proxy:   spec.Size{MilliCPU: int64(o.ProxyCores) * 1000},
-		Loadgen: spec.Size{MilliCPU: int64(o.LoadgenCores) * 1000},
+		Proxy:    spec.Size{MilliCPU: int64(o.ProxyCores) * 1000},
+		Loadgen:  spec.Size{MilliCPU: int64(o.LoadgenCores) * 1000},
+		EnvoyEnv: o.EnvoyEnv,
 	}
 	if o.ProxyMemory != "" {
 		so.Proxy.Memory = resource.MustParse(o.ProxyMemory)

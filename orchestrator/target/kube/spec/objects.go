@@ -2,6 +2,7 @@ package spec
 
 import (
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -73,9 +74,7 @@ func EnvoyDeployment(o Options, hash string, replicas int32) *appsv1ac.Deploymen
 		// The admin interface listens on 127.0.0.1 inside the pod, reached
 		// only through a port-forward: the kubelet probes the listener.
 		WithReadinessProbe(tcpProbe(o, o.Ports.EnvoyListen)).
-		// The accelerated build reads its databases from the image (the
-		// stock one has none to read).
-		WithEnv(corev1ac.EnvVar().WithName("CORAZAWAF_HS_CACHE").WithValue(HyperscanCacheDir)).
+		WithEnv(envoyEnv(o)...).
 		WithVolumeMounts(
 			corev1ac.VolumeMount().WithName("bootstrap").WithMountPath(BootstrapDir).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName("waf-log").WithMountPath(WAFLogDir),
@@ -260,4 +259,16 @@ func BackendService(o Options) *corev1ac.ServiceApplyConfiguration {
 			WithClusterIP(corev1.ClusterIPNone).
 			WithSelector(Selector(Backend)).
 			WithPorts(corev1ac.ServicePort().WithName("http").WithPort(o.Ports.Backend).WithTargetPort(intstr.FromInt32(o.Ports.Backend))))
+}
+
+// envoyEnv is Envoy's environment: where the accelerated build reads its
+// databases from the image (the stock one has none to read), then the
+// plan's own variables.
+func envoyEnv(o Options) []*corev1ac.EnvVarApplyConfiguration {
+	env := []*corev1ac.EnvVarApplyConfiguration{corev1ac.EnvVar().WithName("CORAZAWAF_HS_CACHE").WithValue(HyperscanCacheDir)}
+	for _, e := range o.EnvoyEnv {
+		name, value, _ := strings.Cut(e, "=")
+		env = append(env, corev1ac.EnvVar().WithName(name).WithValue(value))
+	}
+	return env
 }

@@ -127,6 +127,9 @@ type Options struct {
 	SingleNode bool
 	// Tolerations are added to every pod (tainted node pools, fake nodes).
 	Tolerations []corev1.Toleration
+	// EnvoyEnv is added to Envoy's container, KEY=VALUE each (a plan's
+	// plan.Plan.EnvoyEnv: the module's Go runtime knobs).
+	EnvoyEnv []string
 }
 
 // Defaults fills in what is unset: 2 proxy cores, 2 load generator cores,

@@ -123,6 +123,16 @@ func TestEnvoyDeployment(t *testing.T) {
 	if pod.Spec.NodeSelector[NodeLabelProxy] != "true" {
 		t.Errorf("node selector %v", pod.Spec.NodeSelector)
 	}
+	// The plan's Envoy environment reaches the container, a value with
+	// "=" in it whole.
+	o.EnvoyEnv = []string{"GOGC=400", "GODEBUG=gctrace=1,madvdontneed=1"}
+	env := map[string]string{}
+	for _, e := range decode[appsv1.Deployment](t, EnvoyDeployment(o, "x", 1)).Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	if env["GOGC"] != "400" || env["GODEBUG"] != "gctrace=1,madvdontneed=1" || env["CORAZAWAF_HS_CACHE"] != HyperscanCacheDir {
+		t.Errorf("Envoy's environment %v", env)
+	}
 	anti := pod.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
 	if len(anti) != 1 || anti[0].TopologyKey != "kubernetes.io/hostname" || !strings.Contains(strings.Join(anti[0].LabelSelector.MatchExpressions[0].Values, ","), Fortio) {
 		t.Errorf("anti-affinity %+v", anti)

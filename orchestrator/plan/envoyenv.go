@@ -1,0 +1,45 @@
+package plan
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// GoRuntimeEnv are the environment variables the Go runtime reads that
+// change what the corazawaf module costs: its collector's pacing (GOGC,
+// GOMEMLIMIT), its settings (GODEBUG) and its processors (GOMAXPROCS).
+var GoRuntimeEnv = []string{"GOGC", "GOMEMLIMIT", "GODEBUG", "GOMAXPROCS"}
+
+// EnvoyEnviron is what a sweep adds to the environment Envoy inherits: each
+// of GoRuntimeEnv set empty, which the Go runtime reads as unset, so that
+// a value in the shell that runs the sweep cannot change the figures
+// without the plan (and so the metadata and the sweep's identity) saying
+// so; then the plan's own EnvoyEnv, which wins where it names the same
+// variable (a process's later entry does).
+func (p Plan) EnvoyEnviron() []string {
+	env := make([]string, 0, len(GoRuntimeEnv)+len(p.EnvoyEnv))
+	for _, k := range GoRuntimeEnv {
+		env = append(env, k+"=")
+	}
+	return append(env, p.EnvoyEnv...)
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// checkEnvoyEnv reports entries that are not KEY=VALUE and keys given twice.
+func checkEnvoyEnv(env []string) []error {
+	var errs []error
+	seen := map[string]bool{}
+	for _, e := range env {
+		k, _, ok := strings.Cut(e, "=")
+		switch {
+		case !ok || !envName.MatchString(k):
+			errs = append(errs, fmt.Errorf("envoy_env %q: write NAME=VALUE, e.g. GOGC=400", e))
+		case seen[k]:
+			errs = append(errs, fmt.Errorf("envoy_env: %s set twice: keep one", k))
+		}
+		seen[k] = true
+	}
+	return errs
+}
