@@ -113,6 +113,65 @@ func memoryTable(dir string, datasets []string) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// sloTable sets sweeps side by side on what a planner reads: per
+// configuration the capacity knee, the highest rate within each p99
+// objective, and the RSS at the knee, with what each sweep gave Envoy's
+// environment (the sweeps compared usually differ in nothing else).
+func sloTable(dir string, datasets []string) ([]byte, error) {
+	type sweepRows struct {
+		name    string
+		meta    dataset.Metadata
+		summary []dataset.KneeRow
+		slo     []dataset.SLOKneeRow
+	}
+	var sweeps []sweepRows
+	var objectives []float64
+	for _, d := range datasets {
+		sw, err := dataset.ReadSweep(filepath.Join(dir, d))
+		if err != nil {
+			return nil, err
+		}
+		summary := summaryKnees(sw.Knees)
+		sortByConfig(summary, flavorOrder(sw.Steps, summary))
+		slo := aggregateSLORows(sw.SLOKnees)
+		for _, o := range sloObjectives(slo) {
+			if !slices.Contains(objectives, o) {
+				objectives = append(objectives, o)
+			}
+		}
+		sweeps = append(sweeps, sweepRows{shownPath(d), sw.Meta, summary, slo})
+	}
+	slices.Sort(objectives)
+	cols := []string{"Dataset", "Envoy's environment", "Config", "Knee RPS"}
+	for _, o := range objectives {
+		cols = append(cols, "p99 <= "+fmtNum(o, 0)+" ms: RPS")
+	}
+	var b bytes.Buffer
+	writeTableHeader(&b, append(cols, "RSS at the knee (MB)"))
+	for _, sw := range sweeps {
+		env := "default"
+		if len(sw.meta.Plan.EnvoyEnv) > 0 {
+			env = strings.Join(sw.meta.Plan.EnvoyEnv, " ")
+		}
+		for _, k := range sw.summary {
+			row := []string{"`" + sw.name + "`", env, "`" + k.ConfigID + "`", kneeText(k)}
+			for _, o := range objectives {
+				r, ok := findSLORow(sw.slo, k.ConfigID, o)
+				switch {
+				case !ok:
+					row = append(row, "n/a")
+				case r.KneeRPS == 0:
+					row = append(row, "< floor")
+				default:
+					row = append(row, strconv.Itoa(r.KneeRPS))
+				}
+			}
+			writeTableRow(&b, append(row, fmtNum(k.RSSMBAtKnee, 1)))
+		}
+	}
+	return b.Bytes(), nil
+}
+
 // moduleCostTable renders results/bench/module.csv (wafsweep module-cost).
 func moduleCostTable(dir string, datasets []string) ([]byte, error) {
 	var b bytes.Buffer

@@ -179,3 +179,56 @@ func TestCalibrationTableSetsKnownBesideMeasured(t *testing.T) {
 		t.Error("a sweep without a calibration backend was read as one")
 	}
 }
+
+// The slo kind sets sweeps side by side: each configuration's knee, its
+// rate at every objective any of them searched, its RSS at the knee, and
+// what each gave Envoy's environment.
+func TestSLOTableSetsSweepsSideBySide(t *testing.T) {
+	dir := t.TempDir()
+	writeSweep := func(name string, env []string, knee int, slo map[float64]int) {
+		t.Helper()
+		d := filepath.Join(dir, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		meta := dataset.Metadata{SchemaVersion: dataset.SchemaVersion, SweepID: name}
+		meta.Plan.EnvoyEnv = env
+		config := dataset.KneeRow{SweepID: name, Round: dataset.AllRounds, Rounds: 1, ConfigID: "waf/full-crs/get",
+			Flavor: "waf", Tier: "full-crs", Shape: "get", KneeRPS: knee, RSSMBAtKnee: 150}
+		var sloRows []dataset.SLOKneeRow
+		for ms, rps := range slo {
+			sloRows = append(sloRows, dataset.SLOKneeRow{SweepID: name, Round: dataset.AllRounds, Rounds: 1, ConfigID: config.ConfigID,
+				Flavor: "waf", Tier: "full-crs", Shape: "get", SLOMs: ms, KneeRPS: rps, Status: "searched"})
+		}
+		steps, err := os.Create(filepath.Join(d, dataset.StepsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer steps.Close()
+		for _, err := range []error{
+			dataset.WriteMetadata(filepath.Join(d, dataset.MetadataFile), meta),
+			dataset.WriteKnees(filepath.Join(d, dataset.KneesFile), []dataset.KneeRow{config}),
+			dataset.WriteSLOKnees(filepath.Join(d, dataset.SLOKneesFile), sloRows),
+			dataset.WriteStepsHeader(steps),
+		} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	writeSweep("a", nil, 800, map[float64]int{10: 120, 50: 600})
+	writeSweep("b", []string{"GOGC=400"}, 780, map[float64]int{10: 255})
+	got, err := sloTable(dir, []string{"a", "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| Dataset | Envoy's environment | Config | Knee RPS | p99 <= 10 ms: RPS | p99 <= 50 ms: RPS | RSS at the knee (MB) |",
+		"| `a` | default | `waf/full-crs/get` | 800 | 120 | 600 | 150.0 |",
+		"| `b` | GOGC=400 | `waf/full-crs/get` | 780 | 255 | n/a | 150.0 |",
+	} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("want %q in\n%s", want, got)
+		}
+	}
+}
