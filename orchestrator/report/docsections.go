@@ -104,9 +104,7 @@ func memoryTable(dir string, datasets []string) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		summary := summaryKnees(sw.Knees)
-		sortByConfig(summary, flavorOrder(sw.Steps, summary))
-		for _, k := range summary {
+		for _, k := range sortedSummary(sw) {
 			writeTableRow(&b, []string{"`" + shownPath(d) + "`", "`" + k.ConfigID + "`", kneeText(k), fmtNum(k.RSSMBAtKnee, 1), fmtNum(k.RSSPeakMB, 1)})
 		}
 	}
@@ -131,8 +129,7 @@ func sloTable(dir string, datasets []string) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		summary := summaryKnees(sw.Knees)
-		sortByConfig(summary, flavorOrder(sw.Steps, summary))
+		summary := sortedSummary(sw)
 		slo := aggregateSLORows(sw.SLOKnees)
 		for _, o := range sloObjectives(slo) {
 			if !slices.Contains(objectives, o) {

@@ -103,6 +103,14 @@ func summaryKnees(knees []dataset.KneeRow) []dataset.KneeRow {
 	return out
 }
 
+// sortedSummary is a sweep's summary knees, one per config, in the order
+// its tables list configurations.
+func sortedSummary(sw dataset.Sweep) []dataset.KneeRow {
+	summary := summaryKnees(sw.Knees)
+	sortByConfig(summary, flavorOrder(sw.Steps, summary))
+	return summary
+}
+
 // flavorOrder lists the flavors present, known ones in canonical order
 // first, so colors and legends are stable across plots.
 func flavorOrder(steps []dataset.StepRow, knees []dataset.KneeRow) []string {

@@ -24,8 +24,7 @@ func Headline(dir, shownDir string) ([]byte, error) {
 		return nil, err
 	}
 	meta, steps, slo := sw.Meta, sw.Steps, sw.SLOKnees
-	summary := summaryKnees(sw.Knees)
-	sortByConfig(summary, flavorOrder(steps, summary))
+	summary := sortedSummary(sw)
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "**`%s`** (%s, %s of %s windows", shownDir, meta.Target, count(meta.Plan.Rounds, "round"), meta.Plan.Measure)
 	if env := meta.Plan.EnvoyEnv; len(env) > 0 {

@@ -107,7 +107,8 @@ func (c *configRun) runDir() string {
 	return filepath.Join(c.opts.OutDir, "runs", fmt.Sprintf("r%d", c.round), c.cfg.Flavor, c.cfg.Tier, c.cfg.Shape)
 }
 
-// deploy starts the configuration, measures its idle CPU and pre-checks it.
+// deploy starts the configuration, pre-checks it and, when that passed,
+// measures its idle CPU.
 // Deployment errors end the sweep (the machine is not fit to measure); a
 // failed pre-check only marks the configuration.
 func (c *configRun) deploy(ctx context.Context) error {
@@ -130,7 +131,9 @@ func (c *configRun) deploy(ctx context.Context) error {
 	}
 	c.precheckOK = precheck.Run(ctx, c.deployed.URL(), c.opts.Host, checks)
 	if c.precheckOK != nil {
+		// Its steps send no load, so there is no idle CPU to subtract.
 		c.progress.note(fmt.Sprintf("%s: %v", c.cfg.ID(), c.precheckOK))
+		return nil
 	}
 	c.idleCPUPS, err = c.measureIdle(ctx)
 	return err

@@ -120,7 +120,7 @@ func TestOlderSchemaIsNotResumed(t *testing.T) {
 	}
 	p := tinyPlan()
 	p.Flavors = []string{"direct"}
-	err := Run(t.Context(), Options{Plan: p, Target: deadTarget{1}, SweepID: "old", OutDir: out})
+	err := Run(t.Context(), Options{Plan: p, Target: deadTarget{port: 1}, SweepID: "old", OutDir: out})
 	if err == nil || !strings.Contains(err.Error(), "dataset schema 1, this wafsweep writes schema 2") {
 		t.Fatalf("err %v", err)
 	}
