@@ -6,20 +6,20 @@ import (
 	"strings"
 )
 
-// GoRuntimeEnv are the environment variables the Go runtime reads that
+// goRuntimeEnv are the environment variables the Go runtime reads that
 // change what the corazawaf module costs: its collector's pacing (GOGC,
 // GOMEMLIMIT), its settings (GODEBUG) and its processors (GOMAXPROCS).
-var GoRuntimeEnv = []string{"GOGC", "GOMEMLIMIT", "GODEBUG", "GOMAXPROCS"}
+var goRuntimeEnv = []string{"GOGC", "GOMEMLIMIT", "GODEBUG", "GOMAXPROCS"}
 
 // EnvoyEnviron is what a sweep adds to the environment Envoy inherits: each
-// of GoRuntimeEnv set empty, which the Go runtime reads as unset, so that
+// of goRuntimeEnv set empty, which the Go runtime reads as unset, so that
 // a value in the shell that runs the sweep cannot change the figures
 // without the plan (and so the metadata and the sweep's identity) saying
 // so; then the plan's own EnvoyEnv, which wins where it names the same
 // variable (a process's later entry does).
 func (p Plan) EnvoyEnviron() []string {
-	env := make([]string, 0, len(GoRuntimeEnv)+len(p.EnvoyEnv))
-	for _, k := range GoRuntimeEnv {
+	env := make([]string, 0, len(goRuntimeEnv)+len(p.EnvoyEnv))
+	for _, k := range goRuntimeEnv {
 		env = append(env, k+"=")
 	}
 	return append(env, p.EnvoyEnv...)
