@@ -34,7 +34,7 @@ export CGO_ENABLED := 1
 # uses the user's cache directory.
 export CORAZAWAF_HS_CACHE := $(abspath $(BUILD))/hyperscan
 
-.PHONY: all build envoy hyperscan-dev headless-browser nginx-peer kube-binaries kube-node-packages test unit e2e lint sweep bench bench-module readme-figures clean
+.PHONY: all build envoy hyperscan-dev headless-browser nginx-peer kube-binaries kube-node-packages test test-packages test-all unit e2e lint sweep bench bench-module readme-figures clean
 
 all: build
 
@@ -153,7 +153,17 @@ ALONE_TESTS = ^TestHostileBodies$$
 # generator must have its CPU to itself for the figures to be exact.
 GROUND_TRUTH_TESTS = ^(TestCalibration.*|TestOneCoreProxyNeverReportsMoreThanOneCore)$$
 
-test: lint headless-browser envoy $(MODULE) $(ACCEL_MODULE) $(TEST_MODULE) $(CGOCHECK2_MODULE) $(POD_BINARY) kube-binaries
+# On a fresh machine `make test` first installs what the tests need (Debian
+# packages: the headless browser, nginx + ModSecurity, the real node's
+# runtime, Hyperscan), then runs them in a make of its own: the accelerated
+# module's tag set is read when make starts, so Hyperscan installed by this
+# run reaches the build only in a new one.
+test: test-packages
+	@$(MAKE) --no-print-directory test-all
+
+test-packages: headless-browser nginx-peer kube-node-packages hyperscan-dev
+
+test-all: lint envoy $(MODULE) $(ACCEL_MODULE) $(TEST_MODULE) $(CGOCHECK2_MODULE) $(POD_BINARY) kube-binaries
 	$(TEST_ENV) $(GO) test -timeout $(TEST_TIMEOUT) -skip '$(ALONE_TESTS)|$(GROUND_TRUTH_TESTS)' $$($(GO) list ./... | grep -v -e /orchestrator/target/kube -e /filter/soak)
 	$(TEST_ENV) $(GO) test -timeout $(TEST_TIMEOUT) -run '$(ALONE_TESTS)' ./filter/e2e
 	$(TEST_ENV) CORAZAWAF_MODULE="$(abspath $(CGOCHECK2_MODULE))" CORAZAWAF_MODULE_GOEXPERIMENT=cgocheck2 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -skip '$(ALONE_TESTS)' ./filter/e2e
