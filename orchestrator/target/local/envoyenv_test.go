@@ -1,16 +1,13 @@
 package local_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
-	"time"
 
 	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
-	"github.com/wafsweep/wafsweep/orchestrator/target"
 	"github.com/wafsweep/wafsweep/orchestrator/target/local"
 )
 
@@ -34,20 +31,8 @@ func TestEnvoyGetsTheGoRuntimeKnobsOnlyFromThePlan(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := plan.Default()
 			p.EnvoyEnv = tc.envoyEnv
-			tgt, err := local.New(local.Options{ModulePath: module, EnvoyEnv: p.EnvoyEnviron()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			runDir := t.TempDir()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			d, err := tgt.Deploy(ctx, target.Deployment{
-				Config:        plan.Config{Flavor: plan.FlavorWAF, Tier: plan.TierHeadersOnly, Shape: plan.ShapeGet},
-				WAFConfigJSON: wafConfig(t, plan.TierHeadersOnly, runDir), RunDir: runDir,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			d, runDir := deploy(t, local.Options{ModulePath: module, EnvoyEnv: p.EnvoyEnviron()},
+				plan.Config{Flavor: plan.FlavorWAF, Tier: plan.TierHeadersOnly, Shape: plan.ShapeGet})
 			if got := probe(t, d, "GET", "/", "", ""); got != 200 {
 				t.Errorf("GET: %d", got)
 			}

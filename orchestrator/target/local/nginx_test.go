@@ -59,25 +59,30 @@ func wafConfig(t *testing.T, tier, runDir string) string {
 func deployNginx(t *testing.T, tier, shape string) (target.Deployed, string) {
 	t.Helper()
 	requireNginx(t)
-	tgt, err := local.New(local.Options{})
+	d, runDir := deploy(t, local.Options{}, plan.Config{Flavor: plan.FlavorNginxModSecurity, Tier: tier, Shape: shape})
+	t.Cleanup(func() {
+		if err := d.Teardown(); err != nil {
+			t.Errorf("Teardown: %v", err)
+		}
+	})
+	return d, runDir
+}
+
+// deploy starts cfg on a local target made with opts, in a run directory of
+// its own, with the tier's rules; the caller tears it down.
+func deploy(t *testing.T, opts local.Options, cfg plan.Config) (target.Deployed, string) {
+	t.Helper()
+	tgt, err := local.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	runDir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	d, err := tgt.Deploy(ctx, target.Deployment{
-		Config:        plan.Config{Flavor: plan.FlavorNginxModSecurity, Tier: tier, Shape: shape},
-		WAFConfigJSON: wafConfig(t, tier, runDir), RunDir: runDir,
-	})
+	d, err := tgt.Deploy(ctx, target.Deployment{Config: cfg, WAFConfigJSON: wafConfig(t, cfg.Tier, runDir), RunDir: runDir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := d.Teardown(); err != nil {
-			t.Errorf("Teardown: %v", err)
-		}
-	})
 	return d, runDir
 }
 
