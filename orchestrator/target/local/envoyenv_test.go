@@ -31,14 +31,12 @@ func TestEnvoyGetsTheGoRuntimeKnobsOnlyFromThePlan(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := plan.Default()
 			p.EnvoyEnv = tc.envoyEnv
-			d, runDir := deploy(t, local.Options{ModulePath: module, EnvoyEnv: p.EnvoyEnviron()},
+			d, runDir, stop := deploy(t, local.Options{ModulePath: module, EnvoyEnv: p.EnvoyEnviron()},
 				plan.Config{Flavor: plan.FlavorWAF, Tier: plan.TierHeadersOnly, Shape: plan.ShapeGet})
 			if got := probe(t, d, "GET", "/", "", ""); got != 200 {
 				t.Errorf("GET: %d", got)
 			}
-			if err := d.Teardown(); err != nil {
-				t.Fatal(err)
-			}
+			stop() // Envoy's log is complete once it has exited
 			log, err := os.ReadFile(filepath.Join(runDir, "envoy.log"))
 			if err != nil {
 				t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -59,31 +60,34 @@ func wafConfig(t *testing.T, tier, runDir string) string {
 func deployNginx(t *testing.T, tier, shape string) (target.Deployed, string) {
 	t.Helper()
 	requireNginx(t)
-	d, runDir := deploy(t, local.Options{}, plan.Config{Flavor: plan.FlavorNginxModSecurity, Tier: tier, Shape: shape})
-	t.Cleanup(func() {
-		if err := d.Teardown(); err != nil {
-			t.Errorf("Teardown: %v", err)
-		}
-	})
+	d, runDir, _ := deploy(t, local.Options{}, plan.Config{Flavor: plan.FlavorNginxModSecurity, Tier: tier, Shape: shape})
 	return d, runDir
 }
 
 // deploy starts cfg on a local target made with opts, in a run directory of
-// its own, with the tier's rules; the caller tears it down.
-func deploy(t *testing.T, opts local.Options, cfg plan.Config) (target.Deployed, string) {
+// its own, with the tier's rules. It is torn down when the test ends (also
+// when it fails), or earlier by stop, for a test that reads what the
+// processes left behind.
+func deploy(t *testing.T, opts local.Options, cfg plan.Config) (d target.Deployed, runDir string, stop func()) {
 	t.Helper()
 	tgt, err := local.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	runDir := t.TempDir()
+	runDir = t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	d, err := tgt.Deploy(ctx, target.Deployment{Config: cfg, WAFConfigJSON: wafConfig(t, cfg.Tier, runDir), RunDir: runDir})
+	d, err = tgt.Deploy(ctx, target.Deployment{Config: cfg, WAFConfigJSON: wafConfig(t, cfg.Tier, runDir), RunDir: runDir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d, runDir
+	stop = sync.OnceFunc(func() {
+		if err := d.Teardown(); err != nil {
+			t.Errorf("Teardown: %v", err)
+		}
+	})
+	t.Cleanup(stop)
+	return d, runDir, stop
 }
 
 func floodQuery(n int) string {
