@@ -17,6 +17,9 @@ CGOCHECK2_MODULE := $(BUILD)/cgocheck2/libcorazawaf.so
 # links Hyperscan 5.4.0; elsewhere it is pure Go.
 ACCEL_MODULE := $(BUILD)/libcorazawaf-accelerated.so
 ACCEL_TAGS := corazawaf_accelerated $(if $(wildcard /usr/include/hs/hs.h),corazawaf_hyperscan)
+# A module that does nothing (C, no Go runtime): the envoy-noop-module
+# flavor, the module-cost benchmark's measure of Envoy's share.
+NOOP_MODULE := $(BUILD)/libnoopmodule.so
 WAFSWEEP := $(BUILD)/wafsweep
 # The static program of the Kubernetes targets' pods (backend, load
 # generator, cgroup agent), put into their image with Envoy and the modules.
@@ -38,7 +41,7 @@ export CORAZAWAF_HS_CACHE := $(abspath $(BUILD))/hyperscan
 
 all: build
 
-build: $(MODULE) $(ACCEL_MODULE) $(WAFSWEEP) $(POD_BINARY)
+build: $(MODULE) $(ACCEL_MODULE) $(NOOP_MODULE) $(WAFSWEEP) $(POD_BINARY)
 	@if ldd $(ACCEL_MODULE) 2>/dev/null | grep -q libhs; then echo "$(ACCEL_MODULE): Hyperscan engine"; \
 	else echo "$(ACCEL_MODULE): pure-Go engine$(if $(wildcard /usr/include/hs/hs.h),, (no Hyperscan headers: make hyperscan-dev))"; fi
 
@@ -46,6 +49,11 @@ $(MODULE): $(GO_SOURCES)
 	@mkdir -p $(@D)
 	$(GO) build -trimpath -buildmode=c-shared -o $@ ./filter/cmd/corazawaf
 	@rm -f $(@:.so=.h)
+
+$(NOOP_MODULE): filter/noopmodule/noopmodule.c filter/internal/abi/abi.h
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -Wno-unused-parameter -fPIC -fvisibility=hidden -shared \
+		-Ifilter/internal/abi -o $@ $<
 
 $(CGOCHECK2_MODULE): $(GO_SOURCES)
 	@mkdir -p $(@D)
@@ -141,7 +149,7 @@ lint:
 TEST_ENV = WAFSWEEP_E2E=required ENVOY_BIN="$(abspath $(BUILD)/envoy)" \
 	WAFSWEEP_KUBE_TESTS=required WAFSWEEP_KUBE_BIN="$$(.ci/kube-binaries --dir)" WAFSWEEP_POD_BINARY="$(abspath $(POD_BINARY))" \
 	CORAZAWAF_MODULE="$(abspath $(MODULE))" CORAZAWAF_TEST_MODULE="$(abspath $(TEST_MODULE))" \
-	CORAZAWAF_ACCEL_MODULE="$(abspath $(ACCEL_MODULE))" WAFSWEEP_BROWSER_TESTS=required
+	CORAZAWAF_ACCEL_MODULE="$(abspath $(ACCEL_MODULE))" NOOP_MODULE="$(abspath $(NOOP_MODULE))" WAFSWEEP_BROWSER_TESTS=required
 KUBE_PACKAGES = ./orchestrator/target/kube/...
 LOAD_PACKAGES = ./filter/soak
 # End-to-end tests whose bounds are on Envoy's RSS: run alone, as the load
@@ -163,7 +171,7 @@ test: test-packages
 
 test-packages: headless-browser nginx-peer kube-node-packages hyperscan-dev
 
-test-all: lint envoy $(MODULE) $(ACCEL_MODULE) $(TEST_MODULE) $(CGOCHECK2_MODULE) $(POD_BINARY) kube-binaries
+test-all: lint envoy $(MODULE) $(ACCEL_MODULE) $(NOOP_MODULE) $(TEST_MODULE) $(CGOCHECK2_MODULE) $(POD_BINARY) kube-binaries
 	$(TEST_ENV) $(GO) test -timeout $(TEST_TIMEOUT) -skip '$(ALONE_TESTS)|$(GROUND_TRUTH_TESTS)' $$($(GO) list ./... | grep -v -e /orchestrator/target/kube -e /filter/soak)
 	$(TEST_ENV) $(GO) test -timeout $(TEST_TIMEOUT) -run '$(ALONE_TESTS)' ./filter/e2e
 	$(TEST_ENV) CORAZAWAF_MODULE="$(abspath $(CGOCHECK2_MODULE))" CORAZAWAF_MODULE_GOEXPERIMENT=cgocheck2 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -skip '$(ALONE_TESTS)' ./filter/e2e

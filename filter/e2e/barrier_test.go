@@ -111,6 +111,27 @@ func TestModuleCallbacksAreExportedByEnvoy(t *testing.T) {
 	}
 }
 
+// The no-op module (the module-cost benchmark's measure of what Envoy's
+// module machinery costs) must have exactly corazawaf's hooks: Envoy then
+// wires both the same way, and only the work behind the hooks differs.
+func TestNoopModuleExportsCorazawafsHooks(t *testing.T) {
+	hooks := func(module string) []string {
+		var out []string
+		for _, s := range dynamicSymbols(t, module, "--defined-only") {
+			if strings.HasPrefix(s, "envoy_dynamic_module_on_") {
+				out = append(out, s)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	corazawaf := hooks(modulePath(t, "CORAZAWAF_MODULE", "libcorazawaf.so"))
+	noop := hooks(modulePath(t, "NOOP_MODULE", "libnoopmodule.so"))
+	if len(corazawaf) < 20 || !slices.Equal(noop, corazawaf) {
+		t.Errorf("hooks differ:\ncorazawaf: %v\nno-op:     %v", corazawaf, noop)
+	}
+}
+
 func dynamicSymbols(t *testing.T, file, which string) []string {
 	t.Helper()
 	out, err := exec.Command("nm", "-D", which, file).Output()

@@ -23,10 +23,12 @@ type Versions struct {
 	Module string `json:"module"` // the WAF filter module build
 	// ModuleAccelerated is the accelerated build, when a flavor loads it.
 	ModuleAccelerated string `json:"module_accelerated,omitempty"`
-	Coraza            string `json:"coraza"`
-	CRS               string `json:"crs"`
-	Go                string `json:"go"`
-	WafsweepCommit    string `json:"wafsweep_commit"`
+	// ModuleNoop is the no-op module, when envoy-noop-module is planned.
+	ModuleNoop     string `json:"module_noop,omitempty"`
+	Coraza         string `json:"coraza"`
+	CRS            string `json:"crs"`
+	Go             string `json:"go"`
+	WafsweepCommit string `json:"wafsweep_commit"`
 }
 
 // Build is what of the versions identifies the measured builds: not

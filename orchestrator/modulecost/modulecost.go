@@ -1,12 +1,14 @@
 // Package modulecost measures what the corazawaf module costs Envoy per
 // request, beside what the same tier costs the filter's own glue without
 // Envoy (filter/accel/enginebench). Plan is the sweep that measures it:
-// vanilla Envoy and Envoy with the module in each tier, one fixed rate, the
-// GET shape, rounds in alternating order. Table turns the sweep's steps
-// and the engine figures into results/bench/module.csv: per tier the proxy
-// CPU per request, its difference with vanilla Envoy's step of the same
-// round, the engine's own cost, and the gap between the two, which is what
-// the module spends around Coraza.
+// vanilla Envoy, Envoy with a module that does nothing (filter/noopmodule),
+// and Envoy with corazawaf in each tier, one fixed rate, the GET shape,
+// rounds in alternating order. Table turns the sweep's steps and the engine
+// figures into results/bench/module.csv: per configuration the proxy CPU
+// per request and its difference with vanilla Envoy's step of the same
+// round; per corazawaf tier also the engine's own cost and the gap between
+// the two, which is what the module spends around Coraza. The no-op
+// module's difference is Envoy's share of that gap: what any module costs.
 package modulecost
 
 import (
@@ -38,7 +40,7 @@ var Tiers = []string{plan.TierModuleOff, plan.TierHeadersOnly, plan.TierTargeted
 // it, no SLO searches, three rounds of 20 s windows.
 func Plan(rate int) plan.Plan {
 	p := plan.Default()
-	p.Flavors = []string{plan.FlavorEnvoy, plan.FlavorWAF}
+	p.Flavors = []string{plan.FlavorEnvoy, plan.FlavorEnvoyNoopModule, plan.FlavorWAF}
 	p.Tiers = slices.Clone(Tiers)
 	p.Shapes = []string{plan.ShapeGet}
 	p.Ladder = []int{rate}
@@ -135,7 +137,7 @@ func Table(steps []dataset.StepRow, engine []EngineCost) ([]Row, error) {
 		}
 		r := Row{Flavor: config.Flavor, Tier: config.Tier, RateRPS: rate, Rounds: len(rounds),
 			Proxy: spreadOf(proxy), OverEnvoy: spreadOf(over), Engine: math.NaN(), Gap: math.NaN()}
-		if config.Flavor != plan.FlavorEnvoy {
+		if plan.HasWAF(config.Flavor) {
 			if ns, ok := engineCost(engine, config.Tier); ok {
 				r.Engine, r.Gap = ns/1000, r.OverEnvoy.Median-ns/1000
 			} else {
@@ -143,6 +145,10 @@ func Table(steps []dataset.StepRow, engine []EngineCost) ([]Row, error) {
 			}
 		}
 		rows = append(rows, r)
+	}
+	if !slices.ContainsFunc(rows, func(r Row) bool { return r.Flavor == plan.FlavorEnvoyNoopModule }) {
+		errs = append(errs, fmt.Errorf("%s: no passing step at %d RPS (it splits the module's cost into Envoy's and the module's own)",
+			plan.FlavorEnvoyNoopModule, rate))
 	}
 	for _, tier := range Tiers {
 		if !slices.ContainsFunc(rows, func(r Row) bool { return r.Flavor == plan.FlavorWAF && r.Tier == tier }) {
@@ -153,9 +159,13 @@ func Table(steps []dataset.StepRow, engine []EngineCost) ([]Row, error) {
 	return rows, errors.Join(errs...)
 }
 
-// tierRank puts vanilla Envoy first, then the tiers in Tiers' order.
+// tierRank puts vanilla Envoy first, the no-op module next, then the
+// tiers in Tiers' order.
 func tierRank(r Row) int {
-	if r.Flavor == plan.FlavorEnvoy {
+	switch r.Flavor {
+	case plan.FlavorEnvoy:
+		return -2
+	case plan.FlavorEnvoyNoopModule:
 		return -1
 	}
 	if i := slices.Index(Tiers, r.Tier); i >= 0 {

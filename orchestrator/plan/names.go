@@ -9,6 +9,7 @@ import (
 const (
 	FlavorDirect           = "direct"            // load generator straight to the backend
 	FlavorEnvoy            = "envoy"             // vanilla Envoy, no WAF: the baseline for WAF cost
+	FlavorEnvoyNoopModule  = "envoy-noop-module" // Envoy + a module that does nothing (filter/noopmodule): Envoy's share of a module's cost
 	FlavorWAF              = "waf"               // Envoy + corazawaf
 	FlavorWAFAccelerated   = "waf-accelerated"   // Envoy + accelerated corazawaf build
 	FlavorNginxModSecurity = "nginx-modsecurity" // nginx + ModSecurity, for comparison
@@ -42,7 +43,7 @@ const (
 
 // Flavors lists every known flavor in the canonical (report) order.
 func Flavors() []string {
-	return []string{FlavorDirect, FlavorEnvoy, FlavorWAF, FlavorWAFAccelerated, FlavorNginxModSecurity}
+	return []string{FlavorDirect, FlavorEnvoy, FlavorEnvoyNoopModule, FlavorWAF, FlavorWAFAccelerated, FlavorNginxModSecurity}
 }
 
 // Tiers lists every WAF tier in the canonical order (TierNone excluded: it is
@@ -63,6 +64,21 @@ func Shapes() []string {
 func HasWAF(flavor string) bool {
 	switch flavor {
 	case FlavorWAF, FlavorWAFAccelerated, FlavorNginxModSecurity:
+		return true
+	}
+	return false
+}
+
+// RunsEnvoy reports whether the flavor's proxy is Envoy.
+func RunsEnvoy(flavor string) bool {
+	return flavor == FlavorEnvoy || LoadsModule(flavor)
+}
+
+// LoadsModule reports whether the flavor's Envoy loads a dynamic module:
+// one of corazawaf's builds, or the no-op module.
+func LoadsModule(flavor string) bool {
+	switch flavor {
+	case FlavorEnvoyNoopModule, FlavorWAF, FlavorWAFAccelerated:
 		return true
 	}
 	return false

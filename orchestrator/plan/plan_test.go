@@ -62,7 +62,7 @@ func TestValidate(t *testing.T) {
 		want   []string
 	}{
 		{"unknown flavor", func(p *Plan) { p.Flavors = []string{"wafx"} },
-			[]string{`unknown flavor "wafx": use one of direct, envoy, waf, waf-accelerated, nginx-modsecurity`}},
+			[]string{`unknown flavor "wafx": use one of direct, envoy, envoy-noop-module, waf, waf-accelerated, nginx-modsecurity`}},
 		{"duplicate flavor", func(p *Plan) { p.Flavors = []string{"waf", "waf"} },
 			[]string{`flavor "waf" listed twice`}},
 		{"no flavors", func(p *Plan) { p.Flavors = nil }, []string{"no flavors: list at least one of"}},

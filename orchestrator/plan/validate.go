@@ -46,7 +46,8 @@ func (p Plan) checkTiers() []error {
 	var requested []string
 	for _, t := range p.Tiers {
 		if t == TierNone {
-			errs = append(errs, fmt.Errorf("tier %q is implied for %s and %s: remove it from tiers", TierNone, FlavorDirect, FlavorEnvoy))
+			errs = append(errs, fmt.Errorf("tier %q is implied for the flavors without a WAF (%s, %s, %s): remove it from tiers",
+				TierNone, FlavorDirect, FlavorEnvoy, FlavorEnvoyNoopModule))
 			continue
 		}
 		requested = append(requested, t)

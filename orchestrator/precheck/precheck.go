@@ -67,14 +67,15 @@ func Checks(cfg plan.Config) ([]Check, error) {
 		checks = append(checks, Check{Name: "benign " + name, Method: shape.Method, Path: "/api/orders",
 			ContentType: shape.ContentType, Body: shape.Body, WantStatus: 200})
 	}
-	if !plan.HasWAF(cfg.Flavor) {
-		return checks, nil
-	}
-	if cfg.Tier == plan.TierModuleOff {
-		// Proof that the module is off: an attack every tier blocks passes.
+	if cfg.Tier == plan.TierModuleOff || cfg.Flavor == plan.FlavorEnvoyNoopModule {
+		// Proof that the module inspects nothing: an attack every tier
+		// blocks passes.
 		c := attacks[1].check
 		c.WantStatus = 200
 		return append(checks, c), nil
+	}
+	if !plan.HasWAF(cfg.Flavor) {
+		return checks, nil
 	}
 	family := Family(cfg.Tier)
 	for _, a := range attacks {

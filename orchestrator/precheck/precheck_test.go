@@ -49,3 +49,20 @@ func TestChecksPerTier(t *testing.T) {
 		t.Fatal("an unknown shape must be an error")
 	}
 }
+
+// The module with mode off and the no-op module inspect nothing: their
+// pre-check proves it with an attack every tier blocks, which must pass.
+func TestUninspectedConfigsLetAnAttackThrough(t *testing.T) {
+	for _, cfg := range []plan.Config{
+		{Flavor: plan.FlavorWAF, Tier: plan.TierModuleOff, Shape: plan.ShapeGet},
+		{Flavor: plan.FlavorEnvoyNoopModule, Tier: plan.TierNone, Shape: plan.ShapeGet},
+	} {
+		checks, err := Checks(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(checks) != 2 || checks[1].Name != "scanner user agent" || checks[1].WantStatus != 200 {
+			t.Errorf("%s: checks %+v, want the benign shape and the scanner let through", cfg.ID(), checks)
+		}
+	}
+}

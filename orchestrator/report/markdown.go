@@ -194,6 +194,9 @@ func writeReproduce(b *bytes.Buffer, meta dataset.Metadata) {
 	if v.ModuleAccelerated != "" {
 		rows = append(rows, [2]string{"WAF module, accelerated build", v.ModuleAccelerated})
 	}
+	if v.ModuleNoop != "" {
+		rows = append(rows, [2]string{"No-op module", v.ModuleNoop})
+	}
 	rows = append(rows, [][2]string{{"Coraza", v.Coraza}, {"CRS", v.CRS}, {"Go", v.Go}, {"wafsweep commit", v.WafsweepCommit}}...)
 	for _, row := range rows {
 		writeTableRow(b, []string{row[0], orUnknown(row[1])})

@@ -67,7 +67,7 @@ func parseSweepFlags(args []string, stderr io.Writer) (sweepFlags, *flag.FlagSet
 	fs.StringVar(&f.sweepID, "sweep-id", "", "name of the output directory under --results (default: derived from the plan, so the same command resumes)")
 	fs.StringVar(&f.resultsDir, "results", "", "results directory (default <repo>/results)")
 	fs.StringVar(&f.rulesets, "rulesets", "", "rule tier directory (default <repo>/rulesets)")
-	fs.StringVar(&f.module, "module", os.Getenv("CORAZAWAF_MODULE"), "libcorazawaf.so (default $CORAZAWAF_MODULE or <repo>/build/libcorazawaf.so)")
+	fs.StringVar(&f.module, "module", os.Getenv("CORAZAWAF_MODULE"), "libcorazawaf.so (default $CORAZAWAF_MODULE or <repo>/build/libcorazawaf.so); the accelerated build and the no-op module are read beside it, where make build puts them")
 	fs.StringVar(&f.target, "target", "local", "where to run: local, kind (a local kind cluster) or kube (any cluster, e.g. GKE; see the README)")
 	f.kube.register(fs)
 	fs.StringVar(&f.proxyCPUs, "proxy-cpus", "", "CPUs of the proxy, e.g. 1 or 2-3 (default: the upper half)")

@@ -39,7 +39,7 @@ func TestFlagsBuildThePlan(t *testing.T) {
 		{nil, "direct,envoy,waf,waf-accelerated"},
 		{[]string{"--profile", "full"}, "direct,envoy,waf,waf-accelerated"},
 		{[]string{"--target", "kube"}, "direct,envoy,waf,waf-accelerated"},
-		{[]string{"--profile", "module-cost"}, "envoy,waf"},
+		{[]string{"--profile", "module-cost"}, "envoy,envoy-noop-module,waf"},
 		{[]string{"--flavors", "waf"}, "waf"},
 	} {
 		f, _, err := parseSweepFlags(tt.args, io.Discard)
@@ -66,6 +66,7 @@ func TestBadFlagsFailBeforeAnythingStarts(t *testing.T) {
 		{[]string{"--target", "mars"}, "--target"},
 		{[]string{"--slo", "50ms,fast"}, "--slo"},
 		{[]string{"--target", "kind", "--flavors", "envoy,nginx-modsecurity"}, "flavors nginx-modsecurity are not available on the Kubernetes targets"},
+		{[]string{"--target", "kind", "--flavors", "envoy,envoy-noop-module"}, "flavors envoy-noop-module are not available on the Kubernetes targets"},
 		{[]string{"--target", "kind", "--flavors", "waf-accelerated", "--module", "/nonexistent/libcorazawaf.so"}, "--module's accelerated build (for waf-accelerated)"},
 		{[]string{"--slo", "50ms,50ms"}, "slos: 50ms: use distinct positive durations"},
 		{[]string{"--target", "kind", "--backend-cpu-per-request", "1ms"}, "the calibration backend runs on the local target only"},

@@ -48,12 +48,16 @@ func versions(module string) dataset.Versions {
 	return v
 }
 
-// planVersions adds, to versions of the stock module, the digest of the
-// accelerated build when a flavor of the plan loads it.
+// planVersions adds, to versions of the stock module, the digests of the
+// accelerated build and of the no-op module when a flavor of the plan
+// loads them.
 func planVersions(p plan.Plan, modules interface{ ModulePath(flavor string) string }) dataset.Versions {
 	v := versions(modules.ModulePath(plan.FlavorWAF))
 	if slices.Contains(p.Flavors, plan.FlavorWAFAccelerated) {
 		v.ModuleAccelerated = fileDigest(modules.ModulePath(plan.FlavorWAFAccelerated))
+	}
+	if slices.Contains(p.Flavors, plan.FlavorEnvoyNoopModule) {
+		v.ModuleNoop = fileDigest(modules.ModulePath(plan.FlavorEnvoyNoopModule))
 	}
 	return v
 }

@@ -152,7 +152,8 @@ func (k *Kube) progress(format string, args ...any) {
 func (k *Kube) CheckModule(p plan.Plan) error { return CheckFlavors(p) }
 
 // Flavors are the flavors the Kubernetes targets deploy: the image carries
-// Envoy and the stock module only.
+// Envoy and the corazawaf builds only (neither nginx nor the no-op module,
+// which measures Envoy's share of a module's cost on the local target).
 var flavors = []string{plan.FlavorDirect, plan.FlavorEnvoy, plan.FlavorWAF, plan.FlavorWAFAccelerated}
 
 // CheckFlavors rejects, before anything is built or deployed, a plan with
@@ -165,7 +166,7 @@ func CheckFlavors(p plan.Plan) error {
 		}
 	}
 	if len(bad) > 0 {
-		return fmt.Errorf("flavors %s are not available on the Kubernetes targets (their image has Envoy and the corazawaf builds, not nginx): use %s, or the local target",
+		return fmt.Errorf("flavors %s are not available on the Kubernetes targets (their image has Envoy and the corazawaf builds only): use %s, or the local target",
 			strings.Join(bad, ", "), strings.Join(flavors, ", "))
 	}
 	return nil

@@ -32,6 +32,9 @@ type Options struct {
 	// waf-accelerated flavor; empty means the file of that name beside
 	// ModulePath (where `make build` puts both).
 	AcceleratedModulePath string
+	// NoopModulePath is libnoopmodule.so, for the envoy-noop-module
+	// flavor; empty means the file of that name beside ModulePath.
+	NoopModulePath string
 	// CPU sets per role. Defaults split the machine: the proxy gets the
 	// upper half of the CPUs, the load generator and backend the rest.
 	ProxyCPUs, LoadgenCPUs, BackendCPUs []int
@@ -157,27 +160,27 @@ func (l *Local) Describe() target.Description {
 }
 
 // CheckModule fails early, before anything starts, when a planned flavor
-// lacks what it runs: Envoy, the corazawaf module, or nginx with the
+// lacks what it runs: Envoy, its module, or nginx with the
 // ModSecurity connector. Every problem is reported with its fix.
 func (l *Local) CheckModule(p plan.Plan) error {
 	var errs []error
 	envoyReported := false
 	for _, f := range p.Flavors {
-		switch f {
-		case plan.FlavorEnvoy, plan.FlavorWAF, plan.FlavorWAFAccelerated:
+		switch {
+		case plan.RunsEnvoy(f):
 			if l.envoyErr != nil && !envoyReported {
 				errs = append(errs, fmt.Errorf("flavor %s: %w", f, l.envoyErr))
 				envoyReported = true
 			}
-		case plan.FlavorNginxModSecurity:
+		case f == plan.FlavorNginxModSecurity:
 			l.nginxPlanned = true
 			if _, err := l.nginxInstallation(); err != nil {
 				errs = append(errs, fmt.Errorf("flavor %s: %w", f, err))
 			}
 		}
-		if plan.HasWAF(f) && f != plan.FlavorNginxModSecurity {
+		if plan.LoadsModule(f) {
 			if module := l.ModulePath(f); module == "" {
-				errs = append(errs, fmt.Errorf("flavor %s needs the corazawaf module: run `make build` or pass --module", f))
+				errs = append(errs, fmt.Errorf("flavor %s needs its module: run `make build` or pass --module", f))
 			} else if _, err := os.Stat(module); err != nil {
 				errs = append(errs, fmt.Errorf("flavor %s: module %s: %w (run `make build`)", f, module, err))
 			}
@@ -186,23 +189,38 @@ func (l *Local) CheckModule(p plan.Plan) error {
 	return errors.Join(errs...)
 }
 
-// ModulePath is the corazawaf build a WAF flavor loads: the accelerated
-// build (acceleration on by default) for waf-accelerated, the stock build
-// otherwise.
+// ModulePath is the module a flavor loads: the accelerated corazawaf
+// build (acceleration on by default) for waf-accelerated, the no-op module
+// for envoy-noop-module, the stock build otherwise.
 func (l *Local) ModulePath(flavor string) string {
-	if flavor != plan.FlavorWAFAccelerated {
-		return l.opts.ModulePath
+	switch flavor {
+	case plan.FlavorWAFAccelerated:
+		return besideModule(l.opts.AcceleratedModulePath, l.opts.ModulePath, AcceleratedBuildOf)
+	case plan.FlavorEnvoyNoopModule:
+		return besideModule(l.opts.NoopModulePath, l.opts.ModulePath, NoopModuleBeside)
 	}
-	if l.opts.AcceleratedModulePath != "" || l.opts.ModulePath == "" {
-		return l.opts.AcceleratedModulePath
+	return l.opts.ModulePath
+}
+
+// besideModule is path, or when it is empty the file that `make build`
+// puts beside the stock module.
+func besideModule(path, module string, beside func(string) string) string {
+	if path != "" || module == "" {
+		return path
 	}
-	return AcceleratedBuildOf(l.opts.ModulePath)
+	return beside(module)
 }
 
 // AcceleratedBuildOf is where `make build` puts the accelerated build of
 // the stock module: beside it.
 func AcceleratedBuildOf(module string) string {
 	return filepath.Join(filepath.Dir(module), "libcorazawaf-accelerated.so")
+}
+
+// NoopModuleBeside is where `make build` puts the no-op module: beside the
+// stock corazawaf build.
+func NoopModuleBeside(module string) string {
+	return filepath.Join(filepath.Dir(module), "libnoopmodule.so")
 }
 
 // Deploy implements target.Target.
@@ -212,13 +230,13 @@ func (l *Local) Deploy(ctx context.Context, d target.Deployment) (target.Deploye
 		return nil, fmt.Errorf("starting the backend: %w", err)
 	}
 	dep := &deployed{local: l, backend: be}
-	switch d.Config.Flavor {
-	case plan.FlavorDirect:
+	switch flavor := d.Config.Flavor; {
+	case flavor == plan.FlavorDirect:
 		dep.url = "http://" + be.addr()
 		return dep, nil
-	case plan.FlavorEnvoy, plan.FlavorWAF, plan.FlavorWAFAccelerated:
+	case plan.RunsEnvoy(flavor):
 		err = dep.startEnvoy(ctx, d)
-	case plan.FlavorNginxModSecurity:
+	case flavor == plan.FlavorNginxModSecurity:
 		err = dep.startNginx(ctx, d)
 	default:
 		err = fmt.Errorf("flavor %s is not available on the local target yet", d.Config.Flavor)
@@ -239,7 +257,7 @@ func (d *deployed) startEnvoy(ctx context.Context, dep target.Deployment) error 
 		return err
 	}
 	opts := envoyconfig.Options{AdminPort: ports[1], ListenPort: ports[0], UpstreamPort: d.backend.port()}
-	if dep.Config.Flavor == plan.FlavorWAF || dep.Config.Flavor == plan.FlavorWAFAccelerated {
+	if plan.LoadsModule(dep.Config.Flavor) {
 		opts.WAF = &envoyconfig.WAFFilter{ModulePath: d.local.ModulePath(dep.Config.Flavor), ConfigJSON: dep.WAFConfigJSON}
 	}
 	bootstrap, err := envoyconfig.Build(opts)

@@ -59,7 +59,7 @@ func TestDefaultsSplitTheMachine(t *testing.T) {
 	}
 }
 
-func TestWAFAcceleratedLoadsTheAcceleratedBuild(t *testing.T) {
+func TestEachFlavorLoadsItsModule(t *testing.T) {
 	tests := []struct {
 		opts   Options
 		flavor string
@@ -69,6 +69,9 @@ func TestWAFAcceleratedLoadsTheAcceleratedBuild(t *testing.T) {
 		{Options{ModulePath: "/b/libcorazawaf.so"}, plan.FlavorWAFAccelerated, "/b/libcorazawaf-accelerated.so"},
 		{Options{ModulePath: "/b/libcorazawaf.so", AcceleratedModulePath: "/x/a.so"}, plan.FlavorWAFAccelerated, "/x/a.so"},
 		{Options{}, plan.FlavorWAFAccelerated, ""},
+		{Options{ModulePath: "/b/libcorazawaf.so"}, plan.FlavorEnvoyNoopModule, "/b/libnoopmodule.so"},
+		{Options{ModulePath: "/b/libcorazawaf.so", NoopModulePath: "/x/n.so"}, plan.FlavorEnvoyNoopModule, "/x/n.so"},
+		{Options{}, plan.FlavorEnvoyNoopModule, ""},
 	}
 	for _, tt := range tests {
 		l := &Local{opts: tt.opts}
