@@ -233,20 +233,23 @@ bench: $(MODULE)
 		-adversarial.csv $(abspath results/bench/adversarial.csv)
 	$(GO) test -run '^$$' -bench . -benchmem ./filter/...
 
-# The module's cost per request (results/bench/module.csv): vanilla Envoy and
-# each module tier at one fixed rate, GET, 3 alternating rounds (a sweep of
-# its own, results/module-cost/, resumed when interrupted; remove it to
-# measure again), beside the same tiers through the filter's glue without
-# Envoy (results/module-cost/engine.csv). About 10 minutes; run it on an
-# otherwise idle machine.
+# The module's cost per request (results/bench/module.csv): two fixed-rate
+# sweeps, GET, 3 alternating rounds each (resumed when interrupted; remove
+# them to measure again): vanilla Envoy, the no-op module and the light
+# tiers at 4,000 RPS (results/module-cost/), vanilla Envoy and full CRS at
+# 800 RPS (results/module-cost-full-crs/); beside the same tiers through the
+# filter's glue without Envoy (results/module-cost/engine.csv). About 12
+# minutes; run it on an otherwise idle machine.
 MODULE_COST_DIR := results/module-cost
+MODULE_COST_FULL_CRS_DIR := results/module-cost-full-crs
 
 bench-module: envoy build
 	ENVOY_BIN="$(abspath $(BUILD)/envoy)" CORAZAWAF_MODULE="$(abspath $(MODULE))" $(WAFSWEEP) sweep --profile module-cost --sweep-id module-cost
+	ENVOY_BIN="$(abspath $(BUILD)/envoy)" CORAZAWAF_MODULE="$(abspath $(MODULE))" $(WAFSWEEP) sweep --profile module-cost-full-crs --sweep-id module-cost-full-crs
 	nice -n 19 $(GO) test -count=1 -timeout 30m -run TestEngineCSV -v ./filter/accel/enginebench -args \
 		-engine.tiers module-off,headers-only,targeted,full-crs -engine.shapes get -engine.flavors stock \
 		-engine.csv $(abspath $(MODULE_COST_DIR)/engine.csv)
-	$(WAFSWEEP) module-cost $(MODULE_COST_DIR) $(MODULE_COST_DIR)/engine.csv results/bench/module.csv
+	$(WAFSWEEP) module-cost $(MODULE_COST_DIR)/engine.csv results/bench/module.csv $(MODULE_COST_DIR) $(MODULE_COST_FULL_CRS_DIR)
 	cat results/bench/module.csv
 
 # Long forms of the hardening tests (`make test` runs the short ones): the

@@ -1,10 +1,11 @@
 // Package modulecost measures what the corazawaf module costs Envoy per
 // request, beside what the same tier costs the filter's own glue without
-// Envoy (filter/accel/enginebench). Plan is the sweep that measures it:
-// vanilla Envoy, Envoy with a module that does nothing (filter/noopmodule),
-// and Envoy with corazawaf in each tier, one fixed rate, the GET shape,
-// rounds in alternating order. Table turns the sweep's steps and the engine
-// figures into results/bench/module.csv: per configuration the proxy CPU
+// Envoy (filter/accel/enginebench). LightPlan and FullCRSPlan are the
+// sweeps that measure it: vanilla Envoy, Envoy with a module that does
+// nothing (filter/noopmodule), and Envoy with corazawaf in each tier, each
+// sweep at one fixed rate, the GET shape, rounds in alternating order.
+// Table turns the sweeps' steps and the engine figures into
+// results/bench/module.csv: per configuration the proxy CPU
 // per request and its difference with vanilla Envoy's step of the same
 // round; per corazawaf tier also the engine's own cost and the gap between
 // the two, which is what the module spends around Coraza. The no-op
@@ -21,27 +22,49 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
 )
 
-// DefaultRate is the fixed rate: a sixth of a core's worth of vanilla
-// Envoy, and about half a core of full CRS GETs, so that every tier is far
-// below its knee on one proxy core.
-const DefaultRate = 500
+// The fixed rates. CPU per request falls as the rate rises (more work per
+// wake-up of Envoy's event loop, warmer caches), and at a few hundred
+// requests per second the rounds of one configuration spread by more than
+// the module costs; so each configuration is measured at the highest round
+// rate that stays well below its knee on one proxy core, and compared with
+// vanilla Envoy at that same rate. LightRate keeps the lightest WAF tiers
+// near three quarters of a core; FullCRSRate does the same for full CRS.
+const (
+	LightRate   = 4000
+	FullCRSRate = 800
+)
 
 // Tiers are the module's configurations, from nothing inspected to the
-// full CRS.
-var Tiers = []string{plan.TierModuleOff, plan.TierHeadersOnly, plan.TierTargeted, plan.TierFullCRS}
+// full CRS; LightTiers are those measured at LightRate.
+var (
+	Tiers      = []string{plan.TierModuleOff, plan.TierHeadersOnly, plan.TierTargeted, plan.TierFullCRS}
+	LightTiers = []string{plan.TierModuleOff, plan.TierHeadersOnly, plan.TierTargeted}
+)
 
-// Plan is the fixed-rate sweep: every step at rate, no knee search above
-// it, no SLO searches, three rounds of 20 s windows.
-func Plan(rate int) plan.Plan {
+// LightPlan is the sweep of the configurations measured at LightRate:
+// vanilla Envoy, the no-op module and corazawaf's LightTiers.
+func LightPlan() plan.Plan {
+	return fixedRate(LightRate, []string{plan.FlavorEnvoy, plan.FlavorEnvoyNoopModule, plan.FlavorWAF}, LightTiers)
+}
+
+// FullCRSPlan is the sweep of full CRS, with vanilla Envoy, at FullCRSRate.
+func FullCRSPlan() plan.Plan {
+	return fixedRate(FullCRSRate, []string{plan.FlavorEnvoy, plan.FlavorWAF}, []string{plan.TierFullCRS})
+}
+
+// fixedRate is a fixed-rate sweep: every step at rate, no knee search above
+// it, no SLO searches, three rounds of 20 s windows, GET.
+func fixedRate(rate int, flavors, tiers []string) plan.Plan {
 	p := plan.Default()
-	p.Flavors = []string{plan.FlavorEnvoy, plan.FlavorEnvoyNoopModule, plan.FlavorWAF}
-	p.Tiers = slices.Clone(Tiers)
+	p.Flavors = flavors
+	p.Tiers = slices.Clone(tiers)
 	p.Shapes = []string{plan.ShapeGet}
 	p.Ladder = []int{rate}
 	p.FloorRPS = 0
@@ -96,10 +119,39 @@ type Row struct {
 	Gap          float64 // OverEnvoy.Median - Engine: what the module spends around Coraza
 }
 
-// Table computes the rows from a fixed-rate sweep's steps and the engine
-// figures of the same tiers (stock flavor, GET shape). A tier of Tiers
-// with no passing step at the rate is an error: its cost would be a guess.
-func Table(steps []dataset.StepRow, engine []EngineCost) ([]Row, error) {
+// Table computes the rows from fixed-rate sweeps (the steps of each) and
+// the engine figures of their tiers (stock flavor, GET shape). Each sweep
+// is at one rate and is compared with its own vanilla Envoy steps, round
+// by round. The no-op module or a tier of Tiers with no passing step in
+// any sweep is an error: its cost would be a guess.
+func Table(sweeps [][]dataset.StepRow, engine []EngineCost) ([]Row, error) {
+	var rows []Row
+	var errs []error
+	for _, steps := range sweeps {
+		r, err := sweepRows(steps, engine)
+		rows = append(rows, r...)
+		errs = append(errs, err)
+	}
+	if !slices.ContainsFunc(rows, func(r Row) bool { return r.Flavor == plan.FlavorEnvoyNoopModule }) {
+		errs = append(errs, fmt.Errorf("%s: no passing step (it splits the module's cost into Envoy's and the module's own)",
+			plan.FlavorEnvoyNoopModule))
+	}
+	for _, tier := range Tiers {
+		if !slices.ContainsFunc(rows, func(r Row) bool { return r.Flavor == plan.FlavorWAF && r.Tier == tier }) {
+			errs = append(errs, fmt.Errorf("waf/%s: no passing step", tier))
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b Row) int {
+		if a.RateRPS != b.RateRPS {
+			return b.RateRPS - a.RateRPS // the light configurations' higher rate first
+		}
+		return tierRank(a) - tierRank(b)
+	})
+	return rows, errors.Join(errs...)
+}
+
+// sweepRows computes the rows of one fixed-rate sweep.
+func sweepRows(steps []dataset.StepRow, engine []EngineCost) ([]Row, error) {
 	byConfig := map[string]map[int]dataset.StepRow{} // config -> round -> step
 	var order []string
 	rate := 0
@@ -108,7 +160,7 @@ func Table(steps []dataset.StepRow, engine []EngineCost) ([]Row, error) {
 			continue
 		}
 		if rate != 0 && s.TargetRPS != rate {
-			return nil, fmt.Errorf("steps at %d and %d RPS: a module cost table compares one rate", rate, s.TargetRPS)
+			return nil, fmt.Errorf("steps at %d and %d RPS in one sweep: each sweep compares one rate", rate, s.TargetRPS)
 		}
 		rate = s.TargetRPS
 		if byConfig[s.ConfigID] == nil {
@@ -119,44 +171,42 @@ func Table(steps []dataset.StepRow, engine []EngineCost) ([]Row, error) {
 	}
 	envoy := byConfig[plan.Config{Flavor: plan.FlavorEnvoy, Tier: plan.TierNone, Shape: plan.ShapeGet}.ID()]
 	if len(envoy) == 0 {
-		return nil, errors.New("no passing vanilla Envoy step: nothing to compare the module with")
+		return nil, errors.New("a sweep without a passing vanilla Envoy step: nothing to compare the module with")
 	}
 	var rows []Row
 	var errs []error
 	for _, id := range order {
-		rounds := byConfig[id]
-		var config dataset.StepRow // any of the rounds: they name the same configuration
-		var proxy, over []float64
-		for round, s := range rounds {
-			config = s
-			us := s.CoresPer1k * 1000
-			proxy = append(proxy, us)
-			if e, ok := envoy[round]; ok && s.Flavor != plan.FlavorEnvoy {
-				over = append(over, us-e.CoresPer1k*1000)
-			}
-		}
-		r := Row{Flavor: config.Flavor, Tier: config.Tier, RateRPS: rate, Rounds: len(rounds),
-			Proxy: spreadOf(proxy), OverEnvoy: spreadOf(over), Engine: math.NaN(), Gap: math.NaN()}
-		if plan.HasWAF(config.Flavor) {
-			if ns, ok := engineCost(engine, config.Tier); ok {
-				r.Engine, r.Gap = ns/1000, r.OverEnvoy.Median-ns/1000
-			} else {
-				errs = append(errs, fmt.Errorf("no engine figure for tier %s (stock, get)", config.Tier))
-			}
-		}
+		r, err := configRow(byConfig[id], envoy, engine)
 		rows = append(rows, r)
+		errs = append(errs, err)
 	}
-	if !slices.ContainsFunc(rows, func(r Row) bool { return r.Flavor == plan.FlavorEnvoyNoopModule }) {
-		errs = append(errs, fmt.Errorf("%s: no passing step at %d RPS (it splits the module's cost into Envoy's and the module's own)",
-			plan.FlavorEnvoyNoopModule, rate))
-	}
-	for _, tier := range Tiers {
-		if !slices.ContainsFunc(rows, func(r Row) bool { return r.Flavor == plan.FlavorWAF && r.Tier == tier }) {
-			errs = append(errs, fmt.Errorf("waf/%s: no passing step at %d RPS", tier, rate))
+	return rows, errors.Join(errs...)
+}
+
+// configRow is one configuration's row: its rounds' steps against vanilla
+// Envoy's of the same rounds.
+func configRow(rounds, envoy map[int]dataset.StepRow, engine []EngineCost) (Row, error) {
+	var config dataset.StepRow // any of the rounds: they name the same configuration
+	var proxy, over []float64
+	for round, s := range rounds {
+		config = s
+		us := s.CoresPer1k * 1000
+		proxy = append(proxy, us)
+		if e, ok := envoy[round]; ok && s.Flavor != plan.FlavorEnvoy {
+			over = append(over, us-e.CoresPer1k*1000)
 		}
 	}
-	slices.SortStableFunc(rows, func(a, b Row) int { return tierRank(a) - tierRank(b) })
-	return rows, errors.Join(errs...)
+	r := Row{Flavor: config.Flavor, Tier: config.Tier, RateRPS: config.TargetRPS, Rounds: len(rounds),
+		Proxy: spreadOf(proxy), OverEnvoy: spreadOf(over), Engine: math.NaN(), Gap: math.NaN()}
+	if !plan.HasWAF(config.Flavor) {
+		return r, nil
+	}
+	ns, ok := engineCost(engine, config.Tier)
+	if !ok {
+		return r, fmt.Errorf("no engine figure for tier %s (stock, get)", config.Tier)
+	}
+	r.Engine, r.Gap = ns/1000, r.OverEnvoy.Median-ns/1000
+	return r, nil
 }
 
 // tierRank puts vanilla Envoy first, the no-op module next, then the
@@ -217,20 +267,24 @@ func number(v float64) string {
 	return strconv.FormatFloat(v, 'f', 1, 64)
 }
 
-// WriteFile reads a module-cost sweep's directory and the engine CSV and
-// writes the table to out.
-func WriteFile(sweepDir, engineCSV, out string) error {
-	sweep, err := dataset.ReadSweep(sweepDir)
-	if err != nil {
-		return err
-	}
+// WriteFile reads the engine CSV and the fixed-rate sweeps' directories
+// and writes the table to out.
+func WriteFile(engineCSV, out string, sweepDirs ...string) error {
 	engine, err := ReadEngineCSV(engineCSV)
 	if err != nil {
 		return err
 	}
-	rows, err := Table(sweep.Steps, engine)
+	var sweeps [][]dataset.StepRow
+	for _, dir := range sweepDirs {
+		sweep, err := dataset.ReadSweep(dir)
+		if err != nil {
+			return err
+		}
+		sweeps = append(sweeps, sweep.Steps)
+	}
+	rows, err := Table(sweeps, engine)
 	if err != nil {
-		return fmt.Errorf("%s: %w", sweepDir, err)
+		return fmt.Errorf("%s: %w", strings.Join(sweepDirs, ", "), err)
 	}
 	var b bytes.Buffer
 	if err := WriteCSV(&b, rows); err != nil {

@@ -2,7 +2,9 @@ package modulecost
 
 import (
 	"bytes"
+	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,8 +41,8 @@ func TestTableComparesEachRoundWithItsOwnEnvoy(t *testing.T) {
 		step(plan.FlavorWAF, plan.TierModuleOff, 2, 200, pass),
 		step(plan.FlavorEnvoyNoopModule, plan.TierNone, 2, 194, pass),
 	}
-	rows, err := Table(steps, engine)
-	if err == nil || !strings.Contains(err.Error(), "waf/targeted: no passing step at 500 RPS") {
+	rows, err := Table([][]dataset.StepRow{steps}, engine)
+	if err == nil || !strings.Contains(err.Error(), "waf/targeted: no passing step") {
 		t.Errorf("error %v, want the missing tiers named", err)
 	}
 	want := []struct {
@@ -83,13 +85,13 @@ func TestTableRefusesWhatItCannotCompare(t *testing.T) {
 		steps []dataset.StepRow
 		want  string
 	}{
-		{"no Envoy", []dataset.StepRow{step(plan.FlavorWAF, plan.TierHeadersOnly, 0, 300, pass)}, "no passing vanilla Envoy step"},
-		{"two rates", []dataset.StepRow{step(plan.FlavorEnvoy, plan.TierNone, 0, 200, pass), atRate(step(plan.FlavorWAF, plan.TierHeadersOnly, 0, 300, pass), 1000)}, "one rate"},
-		{"no no-op module", []dataset.StepRow{step(plan.FlavorEnvoy, plan.TierNone, 0, 200, pass), step(plan.FlavorWAF, plan.TierHeadersOnly, 0, 300, pass)}, "envoy-noop-module: no passing step at 500 RPS"},
+		{"no Envoy", []dataset.StepRow{step(plan.FlavorWAF, plan.TierHeadersOnly, 0, 300, pass)}, "a sweep without a passing vanilla Envoy step"},
+		{"two rates in one sweep", []dataset.StepRow{step(plan.FlavorEnvoy, plan.TierNone, 0, 200, pass), atRate(step(plan.FlavorWAF, plan.TierHeadersOnly, 0, 300, pass), 1000)}, "each sweep compares one rate"},
+		{"no no-op module", []dataset.StepRow{step(plan.FlavorEnvoy, plan.TierNone, 0, 200, pass), step(plan.FlavorWAF, plan.TierHeadersOnly, 0, 300, pass)}, "envoy-noop-module: no passing step"},
 		{"no engine figure", []dataset.StepRow{step(plan.FlavorEnvoy, plan.TierNone, 0, 200, pass), step(plan.FlavorWAF, plan.TierFullCRS, 0, 900, pass)}, "no engine figure for tier full-crs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Table(tc.steps, engine)
+			_, err := Table([][]dataset.StepRow{tc.steps}, engine)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one saying %q", err, tc.want)
 			}
@@ -97,13 +99,59 @@ func TestTableRefusesWhatItCannotCompare(t *testing.T) {
 	}
 }
 
-func TestPlanIsValidAndFixedRate(t *testing.T) {
-	p := Plan(DefaultRate)
-	if err := p.Validate(); err != nil {
+// Each sweep is compared with its own vanilla Envoy: full CRS at its rate
+// with Envoy at that rate, not with the light sweep's Envoy at another.
+func TestTableComparesEachSweepWithItsOwnEnvoy(t *testing.T) {
+	pass := dataset.VerdictPass
+	atRate := func(s dataset.StepRow, rate int) dataset.StepRow { s.TargetRPS = rate; return s }
+	light := []dataset.StepRow{
+		atRate(step(plan.FlavorEnvoy, plan.TierNone, 0, 100, pass), 4000),
+		atRate(step(plan.FlavorEnvoyNoopModule, plan.TierNone, 0, 104, pass), 4000),
+		atRate(step(plan.FlavorWAF, plan.TierModuleOff, 0, 110, pass), 4000),
+		atRate(step(plan.FlavorWAF, plan.TierHeadersOnly, 0, 150, pass), 4000),
+		atRate(step(plan.FlavorWAF, plan.TierTargeted, 0, 160, pass), 4000),
+	}
+	full := []dataset.StepRow{
+		atRate(step(plan.FlavorWAF, plan.TierFullCRS, 0, 900, pass), 800),
+		atRate(step(plan.FlavorEnvoy, plan.TierNone, 0, 180, pass), 800),
+	}
+	withFullCRS := append(slices.Clone(engine),
+		EngineCost{Tier: plan.TierTargeted, Shape: plan.ShapeGet, Flavor: "stock", CPUNs: 9000},
+		EngineCost{Tier: plan.TierFullCRS, Shape: plan.ShapeGet, Flavor: "stock", CPUNs: 600000})
+	rows, err := Table([][]dataset.StepRow{full, light}, withFullCRS)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Ladder) != 1 || p.Ladder[0] != DefaultRate || len(p.SLOs) != 0 || p.Confirm || p.Rounds < 3 {
-		t.Errorf("plan %+v: want one rung at %d, no SLO search, no confirmation, 3 rounds", p, DefaultRate)
+	var got []string
+	for _, r := range rows {
+		got = append(got, fmt.Sprintf("%s/%s@%d:%g", r.Flavor, r.Tier, r.RateRPS, r.OverEnvoy.Median))
+	}
+	want := []string{"envoy/none@4000:NaN", "envoy-noop-module/none@4000:4", "waf/module-off@4000:10", "waf/headers-only@4000:50",
+		"waf/targeted@4000:60", "envoy/none@800:NaN", "waf/full-crs@800:720"}
+	if !slices.Equal(got, want) {
+		t.Errorf("rows %v,\nwant %v", got, want)
+	}
+	if r := rows[len(rows)-1]; !near(r.Gap, 120) {
+		t.Errorf("full CRS gap %v, want 720 - 600", r.Gap)
+	}
+}
+
+func TestPlansAreValidAndFixedRate(t *testing.T) {
+	for _, tc := range []struct {
+		p     plan.Plan
+		rate  int
+		tiers []string
+	}{
+		{LightPlan(), LightRate, LightTiers},
+		{FullCRSPlan(), FullCRSRate, []string{plan.TierFullCRS}},
+	} {
+		if err := tc.p.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if len(tc.p.Ladder) != 1 || tc.p.Ladder[0] != tc.rate || len(tc.p.SLOs) != 0 || tc.p.Confirm || tc.p.Rounds < 3 ||
+			!slices.Equal(tc.p.Tiers, tc.tiers) || !slices.Contains(tc.p.Flavors, plan.FlavorEnvoy) {
+			t.Errorf("plan %+v: want vanilla Envoy and tiers %v at one rung of %d, no SLO search, no confirmation, 3 rounds", tc.p, tc.tiers, tc.rate)
+		}
 	}
 }
 

@@ -23,8 +23,9 @@ commands:
   compare      compare two sweeps config by config: wafsweep compare DIR_A DIR_B
   report       draw a sweep's plots, report.md and report.html again from its
                datasets: wafsweep report SWEEP_DIR
-  module-cost  the module's cost per request from a --profile module-cost sweep:
-               wafsweep module-cost SWEEP_DIR ENGINE_CSV OUT_CSV
+  module-cost  the module's cost per request from the --profile module-cost and
+               module-cost-full-crs sweeps:
+               wafsweep module-cost ENGINE_CSV OUT_CSV SWEEP_DIR...
   backend      run the benchmark backend (used by the local target)
 `
 
@@ -83,14 +84,14 @@ func runReport(args []string) int {
 	return 0
 }
 
-// runModuleCost writes module.csv from a module-cost sweep and
-// enginebench's CSV of the same tiers.
+// runModuleCost writes module.csv from the module-cost sweeps and
+// enginebench's CSV of their tiers.
 func runModuleCost(args []string) int {
-	if len(args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: wafsweep module-cost SWEEP_DIR ENGINE_CSV OUT_CSV (a sweep run with --profile module-cost; enginebench's CSV of its tiers)")
+	if len(args) < 3 {
+		fmt.Fprintln(os.Stderr, "usage: wafsweep module-cost ENGINE_CSV OUT_CSV SWEEP_DIR... (enginebench's CSV of the tiers; sweeps run with --profile module-cost and module-cost-full-crs)")
 		return 2
 	}
-	if err := modulecost.WriteFile(args[0], args[1], args[2]); err != nil {
+	if err := modulecost.WriteFile(args[0], args[1], args[2:]...); err != nil {
 		fmt.Fprintf(os.Stderr, "wafsweep module-cost: %v\n", err)
 		return 1
 	}

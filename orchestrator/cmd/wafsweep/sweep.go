@@ -46,7 +46,7 @@ func parseSweepFlags(args []string, stderr io.Writer) (sweepFlags, *flag.FlagSet
 	var f sweepFlags
 	fs := flag.NewFlagSet("wafsweep sweep", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.profile, "profile", "short", "starting plan: short (a smoke run: one round of 5 s windows), full (the whole matrix, one round), reference (the whole matrix, 3 alternating rounds of 20 s windows: the figures to plan on); each adds waf-accelerated; or module-cost (vanilla Envoy and each module tier at one fixed rate, GET, 3 rounds: what make bench-module turns into results/bench/module.csv)")
+	fs.StringVar(&f.profile, "profile", "short", "starting plan: short (a smoke run: one round of 5 s windows), full (the whole matrix, one round), reference (the whole matrix, 3 alternating rounds of 20 s windows: the figures to plan on); each adds waf-accelerated; or module-cost and module-cost-full-crs (vanilla Envoy, the no-op module and the module's light tiers at 4,000 RPS, and full CRS at 800 RPS, GET, 3 rounds: what make bench-module turns into results/bench/module.csv)")
 	fs.StringVar(&f.planFile, "plan", "", "JSON plan file (replaces --profile; flags below still override it)")
 	fs.StringVar(&f.flavors, "flavors", "", "comma-separated flavors: "+strings.Join(plan.Flavors(), ", "))
 	fs.StringVar(&f.tiers, "tiers", "", "comma-separated tiers: "+strings.Join(plan.Tiers(), ", "))
@@ -135,11 +135,13 @@ func (f sweepFlags) buildPlan() (plan.Plan, error) {
 	case f.profile == "reference":
 		p = referenceProfile()
 	case f.profile == "module-cost":
-		p = modulecost.Plan(modulecost.DefaultRate)
+		p = modulecost.LightPlan()
+	case f.profile == "module-cost-full-crs":
+		p = modulecost.FullCRSPlan()
 	default:
-		return p, fmt.Errorf("--profile %q: use short, full, reference or module-cost", f.profile)
+		return p, fmt.Errorf("--profile %q: use short, full, reference, module-cost or module-cost-full-crs", f.profile)
 	}
-	if f.planFile == "" && f.profile != "module-cost" {
+	if f.planFile == "" && !strings.HasPrefix(f.profile, "module-cost") {
 		p.Flavors = withAccelerated(p.Flavors)
 	}
 	var errs []error

@@ -40,6 +40,7 @@ func TestFlagsBuildThePlan(t *testing.T) {
 		{[]string{"--profile", "full"}, "direct,envoy,waf,waf-accelerated"},
 		{[]string{"--target", "kube"}, "direct,envoy,waf,waf-accelerated"},
 		{[]string{"--profile", "module-cost"}, "envoy,envoy-noop-module,waf"},
+		{[]string{"--profile", "module-cost-full-crs"}, "envoy,waf"},
 		{[]string{"--flavors", "waf"}, "waf"},
 	} {
 		f, _, err := parseSweepFlags(tt.args, io.Discard)
@@ -61,7 +62,7 @@ func TestBadFlagsFailBeforeAnythingStarts(t *testing.T) {
 		{[]string{"--flavors", "wafx"}, `unknown flavor "wafx"`},
 		{[]string{"--ladder", "300,x"}, `"x" is not a rate`},
 		{[]string{"--ladder", "300,200"}, "ascending"},
-		{[]string{"--profile", "huge"}, "use short, full, reference or module-cost"},
+		{[]string{"--profile", "huge"}, "use short, full, reference, module-cost or module-cost-full-crs"},
 		{[]string{"--proxy-cpus", "a-b"}, "--proxy-cpus"},
 		{[]string{"--target", "mars"}, "--target"},
 		{[]string{"--slo", "50ms,fast"}, "--slo"},
