@@ -69,17 +69,12 @@ func (k kubeFlags) target(name, sweepID, repoRoot string, modules moduleBuilds, 
 	}, sweepID)
 }
 
-// moduleBuilds names the corazawaf builds of the module flag: the stock
-// one, and the accelerated one beside it.
+// moduleBuilds names the module builds of the module flag: the stock
+// corazawaf build, and those beside it.
 type moduleBuilds string
 
-// ModulePath is the build a WAF flavor loads.
-func (m moduleBuilds) ModulePath(flavor string) string {
-	if flavor == plan.FlavorWAFAccelerated {
-		return local.AcceleratedBuildOf(string(m))
-	}
-	return string(m)
-}
+// ModulePath is the build a flavor loads.
+func (m moduleBuilds) ModulePath(flavor string) string { return local.BuildFor(flavor, string(m)) }
 
 // hyperscanCache is the directory of the accelerated build's compiled
 // databases that `make build` fills ($CORAZAWAF_HS_CACHE, which the

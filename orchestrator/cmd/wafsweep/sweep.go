@@ -141,7 +141,7 @@ func (f sweepFlags) buildPlan() (plan.Plan, error) {
 	default:
 		return p, fmt.Errorf("--profile %q: use short, full, reference, module-cost or module-cost-full-crs", f.profile)
 	}
-	if f.planFile == "" && !strings.HasPrefix(f.profile, "module-cost") {
+	if f.planFile == "" && f.profile != "module-cost" && f.profile != "module-cost-full-crs" {
 		p.Flavors = withAccelerated(p.Flavors)
 	}
 	var errs []error

@@ -189,26 +189,36 @@ func (l *Local) CheckModule(p plan.Plan) error {
 	return errors.Join(errs...)
 }
 
-// ModulePath is the module a flavor loads: the accelerated corazawaf
-// build (acceleration on by default) for waf-accelerated, the no-op module
-// for envoy-noop-module, the stock build otherwise.
+// ModulePath is the module a flavor loads: the path given for its build,
+// else the file `make build` puts beside the stock build (BuildFor).
 func (l *Local) ModulePath(flavor string) string {
+	var own string
 	switch flavor {
 	case plan.FlavorWAFAccelerated:
-		return besideModule(l.opts.AcceleratedModulePath, l.opts.ModulePath, AcceleratedBuildOf)
+		own = l.opts.AcceleratedModulePath
 	case plan.FlavorEnvoyNoopModule:
-		return besideModule(l.opts.NoopModulePath, l.opts.ModulePath, NoopModuleBeside)
+		own = l.opts.NoopModulePath
+	default:
+		return l.opts.ModulePath
 	}
-	return l.opts.ModulePath
+	if own != "" || l.opts.ModulePath == "" {
+		return own
+	}
+	return BuildFor(flavor, l.opts.ModulePath)
 }
 
-// besideModule is path, or when it is empty the file that `make build`
-// puts beside the stock module.
-func besideModule(path, module string, beside func(string) string) string {
-	if path != "" || module == "" {
-		return path
+// BuildFor is the module a flavor loads when only the stock build's path
+// is known: the accelerated corazawaf build (acceleration on by default)
+// for waf-accelerated, the no-op module for envoy-noop-module, both where
+// `make build` puts them beside stock; stock otherwise.
+func BuildFor(flavor, stock string) string {
+	switch flavor {
+	case plan.FlavorWAFAccelerated:
+		return AcceleratedBuildOf(stock)
+	case plan.FlavorEnvoyNoopModule:
+		return NoopModuleBeside(stock)
 	}
-	return beside(module)
+	return stock
 }
 
 // AcceleratedBuildOf is where `make build` puts the accelerated build of

@@ -80,3 +80,17 @@ func TestEachFlavorLoadsItsModule(t *testing.T) {
 		}
 	}
 }
+
+// BuildFor is what the Kubernetes image builder reads too: the builds
+// beside the stock one.
+func TestBuildForFindsTheBuildsBesideStock(t *testing.T) {
+	for flavor, want := range map[string]string{
+		plan.FlavorWAF:             "/b/libcorazawaf.so",
+		plan.FlavorWAFAccelerated:  "/b/libcorazawaf-accelerated.so",
+		plan.FlavorEnvoyNoopModule: "/b/libnoopmodule.so",
+	} {
+		if got := BuildFor(flavor, "/b/libcorazawaf.so"); got != want {
+			t.Errorf("%s: %q, want %q", flavor, got, want)
+		}
+	}
+}
