@@ -2,11 +2,14 @@ package procstat
 
 import (
 	"os"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestParseStatCPU(t *testing.T) {
@@ -157,5 +160,56 @@ func TestParseCPUInfo(t *testing.T) {
 	}
 	if model, cpus := CPUInfo(); cpus < 1 || model == "" {
 		t.Errorf("this machine's CPUInfo = %q, %d", model, cpus)
+	}
+}
+
+func TestParseIOWriteBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name, io string
+		want     int64
+		ok       bool
+	}{
+		{"kernel layout", "rchar: 10\nwchar: 20\nsyscr: 1\nsyscw: 2\nread_bytes: 4096\nwrite_bytes: 8192\ncancelled_write_bytes: 0\n", 8192, true},
+		{"no write_bytes", "rchar: 10\nwchar: 20\n", 0, false},
+		{"garbled", "write_bytes: many\n", 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseIOWriteBytes([]byte(tc.io))
+			if (err == nil) != tc.ok || got != tc.want {
+				t.Fatalf("got %d, %v; want %d (ok %v)", got, err, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+// A file written by this process shows in its write_bytes at once (the
+// kernel counts pages as they are dirtied, before any flush).
+func TestWrittenBytesCountsAFileThisProcessWrites(t *testing.T) {
+	dir, err := os.MkdirTemp(".", "written-") // the package's file system: /tmp may be tmpfs
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err != nil {
+		t.Fatal(err)
+	}
+	if fs.Type == unix.TMPFS_MAGIC || fs.Type == unix.RAMFS_MAGIC {
+		t.Skip("the test's directory is in memory: nothing reaches storage, write_bytes stays 0")
+	}
+	before, err := WrittenBytes(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 1 << 20
+	if err := os.WriteFile(filepath.Join(dir, "f"), make([]byte, size), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	after, err := WrittenBytes(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after-before < size {
+		t.Fatalf("write_bytes grew by %d after writing %d bytes", after-before, size)
 	}
 }

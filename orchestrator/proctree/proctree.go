@@ -17,6 +17,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/wafsweep/wafsweep/orchestrator/procstat"
 )
 
 // clockTicks is USER_HZ, the unit of the CPU times in /proc/<pid>/stat;
@@ -190,6 +192,11 @@ type Usage struct {
 	// fall at a different time and shared pages count once per member, so
 	// this is an upper bound of the tree's lifetime peak, not the peak.
 	PeakRSSBytes uint64
+	// WrittenBytes is the sum of the live members' write_bytes (see
+	// procstat.WrittenBytes); -1 when a member's could not be read. What
+	// exited members wrote is not in it: the kernel keeps no sum of
+	// reaped children's I/O as it does of their CPU.
+	WrittenBytes int64
 }
 
 // Read samples the tree rooted at pid.
@@ -219,6 +226,13 @@ func Read(pid int) (Usage, error) {
 		u.CPUSeconds += st.UserSys + st.ChildrenUserSys
 		u.RSSBytes += mem.rss
 		u.PeakRSSBytes += mem.hwm
+		if u.WrittenBytes >= 0 {
+			if w, err := procstat.WrittenBytes(m); err == nil {
+				u.WrittenBytes += w
+			} else {
+				u.WrittenBytes = -1
+			}
+		}
 		if havePSS {
 			pss, err := readPSS(m)
 			if err != nil {

@@ -1,8 +1,10 @@
 package proctree
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -169,5 +171,27 @@ func TestReadOfAGoneProcessFails(t *testing.T) {
 	}
 	if _, err := Read(cmd.Process.Pid); err == nil {
 		t.Fatal("Read of an exited, reaped pid succeeded")
+	}
+}
+
+// What a member writes to a file counts in the tree's WrittenBytes (an
+// nginx worker writing ModSecurity's audit log).
+func TestWrittenBytesOfARealTree(t *testing.T) {
+	dir, err := os.MkdirTemp(".", "written-") // /tmp may be tmpfs, where nothing reaches storage
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	done := filepath.Join(dir, "done")
+	// The subshell writes with a builtin, so the bytes are its own, not
+	// those of a child that exits; then it stays alive to be read.
+	cmd := startTree(t, fmt.Sprintf(`(i=0; while [ $i -lt 256 ]; do printf '%%01024d' 0; i=$((i+1)); done > %s/f; touch %s; sleep 30) & wait`, dir, done))
+	waitFor(t, "the member to finish writing", func() bool { _, err := os.Stat(done); return err == nil })
+	u, err := Read(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.WrittenBytes < 256<<10 {
+		t.Fatalf("tree wrote %d bytes to storage, want >= %d", u.WrittenBytes, 256<<10)
 	}
 }

@@ -30,6 +30,10 @@ type Deployment struct {
 	WAFConfigJSON string
 	// RunDir is where the deployment may write its config and logs.
 	RunDir string
+	// AuditLog is the path WAFConfigJSON names as the audit log (audit_log),
+	// empty when the configuration writes none; a target that moves the log
+	// (into a pod) keeps its base name.
+	AuditLog string
 }
 
 // Deployed is a running configuration.
@@ -78,6 +82,13 @@ type Usage struct {
 	// of what is measured (the proxy's, or the backend's for the direct
 	// flavor); negative where it cannot be read.
 	StealSeconds float64
+	// ProxyWrittenBytes is what the proxy's processes have written to
+	// storage so far (procstat.WrittenBytes: the audit log, and any other
+	// file they write); negative where it cannot be read.
+	ProxyWrittenBytes int64
+	// AuditLogBytes is the size of the deployment's audit log now;
+	// negative when it writes none or it cannot be read.
+	AuditLogBytes int64
 }
 
 // Description is what the metadata records about a target.

@@ -275,7 +275,8 @@ func (d *deployed) Usage() (target.Usage, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	k := d.kube
-	u := target.Usage{BackendCPUSeconds: -1, ProxyThrottledSeconds: -1, StealSeconds: -1} // the node's steal is not read
+	// Not read here: the node's steal, and the pod's writes and audit log.
+	u := target.Usage{BackendCPUSeconds: -1, ProxyThrottledSeconds: -1, StealSeconds: -1, ProxyWrittenBytes: -1, AuditLogBytes: -1}
 	if b, err := k.readContainer(ctx, k.backendPod, "backend"); err == nil {
 		u.BackendCPUSeconds = b.CPUSeconds
 	}

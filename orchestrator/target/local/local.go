@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -239,7 +240,7 @@ func (l *Local) Deploy(ctx context.Context, d target.Deployment) (target.Deploye
 	if err != nil {
 		return nil, fmt.Errorf("starting the backend: %w", err)
 	}
-	dep := &deployed{local: l, backend: be}
+	dep := &deployed{local: l, backend: be, auditLog: d.AuditLog}
 	switch flavor := d.Config.Flavor; {
 	case flavor == plan.FlavorDirect:
 		dep.url = "http://" + be.addr()
@@ -297,6 +298,8 @@ type deployed struct {
 	envoy   *envoyproc.Process
 	nginx   *nginxproc.Process
 	url     string
+	// auditLog is the audit log the proxy writes, "" when none.
+	auditLog string
 }
 
 func (d *deployed) URL() string { return d.url }
@@ -326,7 +329,8 @@ func (d *deployed) RunLoad(ctx context.Context, spec loadgen.Spec) (loadgen.Resu
 }
 
 func (d *deployed) Usage() (target.Usage, error) {
-	u := target.Usage{BackendCPUSeconds: d.backend.cpuSeconds(), ProxyThrottledSeconds: -1} // pinned, no quota
+	u := target.Usage{BackendCPUSeconds: d.backend.cpuSeconds(), ProxyThrottledSeconds: -1, // pinned, no quota
+		ProxyWrittenBytes: -1, AuditLogBytes: d.auditLogBytes()}
 	u.StealSeconds = d.steal()
 	if d.nginx != nil {
 		return d.nginxUsage(u)
@@ -343,7 +347,27 @@ func (d *deployed) Usage() (target.Usage, error) {
 		return u, err
 	}
 	u.ProxyRSSBytes, u.ProxyPeakRSSBytes = mem.RSSBytes, mem.PeakBytes
+	if w, err := procstat.WrittenBytes(d.envoy.PID()); err == nil {
+		u.ProxyWrittenBytes = w
+	}
 	return u, nil
+}
+
+// auditLogBytes is the audit log's size: 0 before the proxy's first
+// write creates it, -1 when the deployment writes none or it cannot be
+// read.
+func (d *deployed) auditLogBytes() int64 {
+	if d.auditLog == "" {
+		return -1
+	}
+	fi, err := os.Stat(d.auditLog)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return 0
+	case err != nil:
+		return -1
+	}
+	return fi.Size()
 }
 
 // steal reads the hypervisor's steal from the measured CPUs: the proxy's,

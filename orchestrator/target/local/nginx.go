@@ -117,6 +117,7 @@ func (d *deployed) nginxUsage(u target.Usage) (target.Usage, error) {
 		u.ProxyRSSBytes = tree.RSSBytes
 	}
 	u.ProxyPeakRSSBytes = tree.PeakRSSBytes
+	u.ProxyWrittenBytes = tree.WrittenBytes
 	return u, nil
 }
 
