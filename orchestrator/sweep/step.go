@@ -185,7 +185,10 @@ func (c *configRun) fill(row *dataset.StepRow, res loadgen.Result, edges [2]edge
 	}
 	if after.ProxyPeakRSSBytes > 0 {
 		row.ProxyRSSPeakMB = mb(stepPeakRSS)
-		row.ProxyRSSLifetimePeakMB = mb(after.ProxyPeakRSSBytes)
+		// The high-water mark is read at the window's end, the step's
+		// peak sampled until the tail's: memory taken in between is in the
+		// second only, and the lifetime peak cannot be below it.
+		row.ProxyRSSLifetimePeakMB = mb(max(after.ProxyPeakRSSBytes, stepPeakRSS))
 	}
 	row.ProxyRestarted = c.deployed.Restarted()
 	row.Reasons = invalidReasons(*row, res, c.opts.Plan.MaxLoadgenCPU)
