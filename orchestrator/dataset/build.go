@@ -84,6 +84,7 @@ func roundRow(rows []StepRow, res knee.Result) KneeRow {
 		KneeRPS: res.Knee, Censored: censoring(res), BoundRPS: res.Bound, Invalid: res.Invalid, Reasons: res.Reasons,
 		Confirmed: res.Confirmed, LowestFailRPS: res.LowestFail,
 		P50MsAtKnee: math.NaN(), P99MsAtKnee: math.NaN(), CoresPer1kAtKnee: math.NaN(), RSSMBAtKnee: math.NaN(),
+		AuditBytesPerReqAtKnee: math.NaN(), ProxyDiskWriteBytesPerSAtKnee: math.NaN(),
 		RSSPeakMB:   maxOf(rows, func(s StepRow) float64 { return s.ProxyRSSPeakMB }),
 		KneeVsEnvoy: math.NaN(), AddedP99MsVsEnvoy: math.NaN(),
 		KneeMedianRPS: math.NaN(), KneeMinRPS: math.NaN(), KneeMaxRPS: math.NaN(), KneeStddevRPS: math.NaN(),
@@ -98,6 +99,7 @@ func roundRow(rows []StepRow, res knee.Result) KneeRow {
 	if at, ok := lastPassAt(rows, r.KneeRPS, 0); ok {
 		r.P50MsAtKnee, r.P99MsAtKnee, r.CoresPer1kAtKnee = at.P50Ms, at.P99Ms, at.CoresPer1k
 		r.RSSMBAtKnee = at.ProxyRSSPeakMB
+		r.AuditBytesPerReqAtKnee, r.ProxyDiskWriteBytesPerSAtKnee = at.AuditBytesPerReq, at.ProxyDiskWriteBytesPerS
 	}
 	for _, s := range rows {
 		if s.Kind == string(knee.KindConfirm) && s.Verdict == VerdictFail {
@@ -246,6 +248,8 @@ func aggregate(rounds []KneeRow) KneeRow {
 	a.CoresPer1kAtKnee = Median(values(valid, func(r KneeRow) float64 { return r.CoresPer1kAtKnee }))
 	a.RSSPeakMB = maxOf(valid, func(r KneeRow) float64 { return r.RSSPeakMB })
 	a.RSSMBAtKnee = maxOf(valid, func(r KneeRow) float64 { return r.RSSMBAtKnee })
+	a.AuditBytesPerReqAtKnee = Median(values(valid, func(r KneeRow) float64 { return r.AuditBytesPerReqAtKnee }))
+	a.ProxyDiskWriteBytesPerSAtKnee = Median(values(valid, func(r KneeRow) float64 { return r.ProxyDiskWriteBytesPerSAtKnee }))
 	a.AddedP99MsVsEnvoy = Median(values(valid, func(r KneeRow) float64 { return r.AddedP99MsVsEnvoy }))
 	return a
 }
@@ -254,6 +258,7 @@ func invalidAggregate(a KneeRow) KneeRow {
 	a.Invalid, a.KneeRPS, a.Censored, a.BoundRPS, a.Confirmed, a.LowestFailRPS = true, 0, CensoredNone, 0, false, 0
 	for _, f := range []*float64{
 		&a.P50MsAtKnee, &a.P99MsAtKnee, &a.CoresPer1kAtKnee, &a.RSSPeakMB, &a.RSSMBAtKnee, &a.KneeVsEnvoy, &a.AddedP99MsVsEnvoy,
+		&a.AuditBytesPerReqAtKnee, &a.ProxyDiskWriteBytesPerSAtKnee,
 		&a.KneeMedianRPS, &a.KneeMinRPS, &a.KneeMaxRPS, &a.KneeStddevRPS,
 	} {
 		*f = math.NaN()

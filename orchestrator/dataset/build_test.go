@@ -23,6 +23,7 @@ func searchRows(round int, flavor, tier string, runs ...run) []StepRow {
 			SweepID: "sw", Round: round, ConfigID: flavor + "/" + tier + "/get", Flavor: flavor, Tier: tier, Shape: "get",
 			Seq: seq, TargetRPS: r.target, Scheduled: 1000, Completed: 1000, Verdict: VerdictPass,
 			P50Ms: r.p99 / 4, P99Ms: r.p99, CoresPer1k: float64(r.target) / 10000, ProxyRSSPeakMB: float64(100 + seq),
+			AuditBytesPerReq: float64(2000 + seq), ProxyDiskWriteBytesPerS: float64(r.target) * 2000,
 		}
 		if !r.pass {
 			row.Completed, row.Verdict = 900, VerdictFail
@@ -106,6 +107,10 @@ func TestBuildKnees(t *testing.T) {
 	if w0.P99MsAtKnee != 5 || w0.P50MsAtKnee != 1.25 || w0.CoresPer1kAtKnee != 0.25 || w0.RSSPeakMB != 130 || w0.RSSMBAtKnee != 105 {
 		t.Errorf("waf round 0 at knee: %+v", w0)
 	}
+	if w0.AuditBytesPerReqAtKnee != 2005 || w0.ProxyDiskWriteBytesPerSAtKnee != 2500*2000 {
+		t.Errorf("waf round 0 audit log at knee: %g bytes/request, %g bytes/s; want the confirmation run's",
+			w0.AuditBytesPerReqAtKnee, w0.ProxyDiskWriteBytesPerSAtKnee)
+	}
 	if w0.KneeVsEnvoy != 0.625 || !math.IsNaN(w0.AddedP99MsVsEnvoy) {
 		t.Errorf("waf round 0 vs envoy: ratio %g, added p99 %g (envoy never ran 2500)", w0.KneeVsEnvoy, w0.AddedP99MsVsEnvoy)
 	}
@@ -122,7 +127,8 @@ func TestBuildKnees(t *testing.T) {
 	if !near(agg.KneeStddevRPS, math.Sqrt(2*250*250)) || agg.KneeVsEnvoy != 2250.0/4000 || agg.LowestFailRPS != 2500 {
 		t.Errorf("aggregate spread: stddev %g, ratio %g, lowest fail %d", agg.KneeStddevRPS, agg.KneeVsEnvoy, agg.LowestFailRPS)
 	}
-	if !agg.Confirmed || agg.Invalid || agg.P99MsAtKnee != 4.1 || agg.RSSPeakMB != 130 || agg.RSSMBAtKnee != 105 {
+	if !agg.Confirmed || agg.Invalid || agg.P99MsAtKnee != 4.1 || agg.RSSPeakMB != 130 || agg.RSSMBAtKnee != 105 ||
+		agg.ProxyDiskWriteBytesPerSAtKnee != 2250*2000 {
 		t.Errorf("aggregate at knee: %+v", agg)
 	}
 

@@ -56,6 +56,11 @@ type KneeRow struct {
 	// knee rate: the memory to plan for at that load (RSSPeakMB also
 	// counts the overloaded steps above the knee).
 	RSSMBAtKnee float64
+	// AuditBytesPerReqAtKnee and ProxyDiskWriteBytesPerSAtKnee are the
+	// last passing run's at the knee rate (StepRow's; NaN when not
+	// measured): what the audit log costs in bytes at that load.
+	AuditBytesPerReqAtKnee        float64
+	ProxyDiskWriteBytesPerSAtKnee float64
 
 	KneeVsEnvoy       float64 // knee / knee of flavor envoy for the same shape and round
 	AddedP99MsVsEnvoy float64 // p99 at the knee minus envoy's p99 at the same target
@@ -115,6 +120,8 @@ var kneeSchema = schema[KneeRow]{
 	floatCol("knee_max_rps", func(r *kr) *float64 { return &r.KneeMaxRPS }),
 	floatCol("knee_stddev_rps", func(r *kr) *float64 { return &r.KneeStddevRPS }),
 	floatCol("rss_mb_at_knee", func(r *kr) *float64 { return &r.RSSMBAtKnee }),
+	added(floatCol("audit_bytes_per_req_at_knee", func(r *kr) *float64 { return &r.AuditBytesPerReqAtKnee })),
+	added(floatCol("proxy_disk_write_bytes_per_s_at_knee", func(r *kr) *float64 { return &r.ProxyDiskWriteBytesPerSAtKnee })),
 }
 
 // KneesHeader is the header of knees.csv, in column order.

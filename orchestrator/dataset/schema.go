@@ -15,6 +15,16 @@ type column[T any] struct {
 	name string
 	get  func(*T) string
 	set  func(*T, string) error
+	// added marks a column appended to the schema after files of the same
+	// schema version were written: such a file ends before it, and reads
+	// it as an empty cell ("not measured"). Added columns come last.
+	added bool
+}
+
+// added returns c marked as added (see column.added).
+func added[T any](c column[T]) column[T] {
+	c.added = true
+	return c
 }
 
 type schema[T any] []column[T]
@@ -35,13 +45,19 @@ func (s schema[T]) encode(row *T) []string {
 	return rec
 }
 
+// decode reads one record. A record of a file that ends before the added
+// columns (checkHeader allowed it) gets empty cells for them.
 func (s schema[T]) decode(rec []string) (T, error) {
 	var row T
-	if len(rec) != len(s) {
+	if len(rec) > len(s) || len(rec) < len(s) && !s[len(rec)].added {
 		return row, fmt.Errorf("%d fields, want %d", len(rec), len(s))
 	}
 	for i, c := range s {
-		if err := c.set(&row, rec[i]); err != nil {
+		cell := ""
+		if i < len(rec) {
+			cell = rec[i]
+		}
+		if err := c.set(&row, cell); err != nil {
 			return row, fmt.Errorf("column %s: %w", c.name, err)
 		}
 	}
@@ -54,6 +70,8 @@ func (s schema[T]) checkHeader(got []string) error {
 	want := s.header()
 	for i := 0; i < len(want) || i < len(got); i++ {
 		switch {
+		case i >= len(got) && s[i].added:
+			return nil // written before the added columns (see column.added)
 		case i >= len(got):
 			return fmt.Errorf("header ends before column %d %q", i+1, want[i])
 		case i >= len(want):

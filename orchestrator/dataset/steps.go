@@ -109,6 +109,15 @@ type StepRow struct {
 	Verdict string   // VerdictPass, VerdictFail, VerdictInvalid
 	Reasons []string // why invalid (or failed)
 	RawFile string   // Fortio JSON, relative to the sweep directory
+
+	// AuditBytesPerReq is what the audit log grew by in the window per
+	// request completed there (NaN when the configuration writes none or
+	// the target cannot read it).
+	AuditBytesPerReq float64
+	// ProxyDiskWriteBytesPerS is what the proxy's processes wrote to
+	// storage per second of the window (target.Usage.ProxyWrittenBytes;
+	// NaN where it cannot be read, 0 on a file system in memory).
+	ProxyDiskWriteBytesPerS float64
 }
 
 // IsCapacity reports a step of the capacity knee's search.
@@ -206,6 +215,8 @@ var stepSchema = schema[StepRow]{
 	strCol("verdict", func(r *sr) *string { return &r.Verdict }),
 	listCol("reasons", func(r *sr) *[]string { return &r.Reasons }),
 	strCol("raw_file", func(r *sr) *string { return &r.RawFile }),
+	added(floatCol("audit_bytes_per_req", func(r *sr) *float64 { return &r.AuditBytesPerReq })),
+	added(floatCol("proxy_disk_write_bytes_per_s", func(r *sr) *float64 { return &r.ProxyDiskWriteBytesPerS })),
 }
 
 // StepsHeader is the header of steps.csv, in column order.

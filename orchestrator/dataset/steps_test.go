@@ -20,7 +20,7 @@ func TestStepsHeaderIsTheDeclaredSchema(t *testing.T) {
 		"p50_raw_ms", "p99_raw_ms", "loadgen_lateness_p99_ms", "unsent", "proxy_completed",
 		"proxy_cpu_s", "proxy_idle_cpu_s_per_s", "cores_per_1k", "backend_cpu_s", "proxy_throttled_s", "cpu_steal_s", "proxy_rss_peak_mb",
 		"proxy_rss_lifetime_peak_mb", "loadgen_cpu_s", "loadgen_cpu_fraction", "loadgen_run_delay_s", "proxy_restarted",
-		"verdict", "reasons", "raw_file",
+		"verdict", "reasons", "raw_file", "audit_bytes_per_req", "proxy_disk_write_bytes_per_s",
 	}
 	if got := StepsHeader(); !reflect.DeepEqual(got, want) {
 		t.Errorf("StepsHeader() = %v\nwant %v", got, want)
@@ -47,7 +47,8 @@ func fullRow(round int, configID string, seq int) StepRow {
 		ProxyCPUS: 12.5, ProxyIdleCPUSPerS: 0.002, CoresPer1k: 0.25, BackendCPUS: 3.5, ProxyThrottledS: 0.25, StealS: 0.03, ProxyRSSPeakMB: 180.5,
 		ProxyRSSLifetimePeakMB: 240.25, LoadgenCPUS: 8, LoadgenCPUFraction: 0.4, LoadgenRunDelayS: 0.125, ProxyRestarted: true,
 		Verdict: VerdictInvalid, Reasons: []string{"loadgen cpu 0.75 > 0.70", "proxy restarted"},
-		RawFile: "raw/r0/waf/full-crs/json_1k/002.json.gz",
+		RawFile:          "raw/r0/waf/full-crs/json_1k/002.json.gz",
+		AuditBytesPerReq: 2150.5, ProxyDiskWriteBytesPerS: 5_365_000,
 	}
 }
 
@@ -186,9 +187,9 @@ func TestReadStepsErrors(t *testing.T) {
 		want string
 	}{
 		{"renamed column", strings.Replace(header, "target_rps", "rps", 1) + "\n", `line 1: header column 12 is "rps", want "target_rps"`},
-		{"missing column", strings.TrimSuffix(header, ",raw_file") + "\n", `line 1: header ends before column 50 "raw_file"`},
+		{"missing column", strings.TrimSuffix(header, ",raw_file,audit_bytes_per_req,proxy_disk_write_bytes_per_s") + "\n", `line 1: header ends before column 50 "raw_file"`},
 		{"bad number", good.String() + strings.Replace(string(line), ",2500,", ",fast,", 1), "line 3: column target_rps"},
-		{"short row", good.String() + "sw-1,0,c\n", "line 3: 3 fields, want 50"},
+		{"short row", good.String() + "sw-1,0,c\n", "line 3: 3 fields, want 52"},
 		{"duplicate", good.String() + string(line), "line 3: duplicate step (round 0, config c, seq 0), first on line 2"},
 	}
 	for _, tt := range tests {
@@ -234,5 +235,58 @@ func TestStepWriterReencodesOlderFormatting(t *testing.T) {
 	}
 	if rows, err := ReadSteps(path); err != nil || len(rows) != 2 {
 		t.Fatalf("%d rows, %v", len(rows), err)
+	}
+}
+
+// withoutAddedColumns is a steps.csv as a wafsweep before the added columns
+// (audit_bytes_per_req, proxy_disk_write_bytes_per_s) wrote it.
+func withoutAddedColumns(t *testing.T, rows ...StepRow) []byte {
+	t.Helper()
+	const added = 2
+	var b bytes.Buffer
+	header := StepsHeader()
+	line, _ := csvLine(header[:len(header)-added])
+	b.Write(line)
+	for _, r := range rows {
+		rec := stepSchema.encode(&r)
+		line, _ := csvLine(rec[:len(rec)-added])
+		b.Write(line)
+	}
+	return b.Bytes()
+}
+
+// Committed sweeps predate the added columns: they read whole, the added
+// figures not measured.
+func TestStepsWithoutTheAddedColumnsRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "steps.csv")
+	os.WriteFile(path, withoutAddedColumns(t, fullRow(0, "c", 0), fullRow(0, "c", 1)), 0o644)
+	rows, err := ReadSteps(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || !math.IsNaN(rows[1].AuditBytesPerReq) || !math.IsNaN(rows[1].ProxyDiskWriteBytesPerS) {
+		t.Fatalf("rows %+v: want 2, added figures NaN", rows)
+	}
+	if want := fullRow(0, "c", 1); rows[1].RawFile != want.RawFile || rows[1].P99Ms != want.P99Ms {
+		t.Errorf("row %+v, want the file's figures", rows[1])
+	}
+}
+
+// Resuming such a sweep rewrites its steps.csv with every column first, so
+// that the rows appended next match the header.
+func TestStepWriterAddsTheAddedColumnsToAnOlderFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "steps.csv")
+	os.WriteFile(path, withoutAddedColumns(t, fullRow(0, "c", 0)), 0o644)
+	writeRows(t, path, fullRow(0, "c", 1))
+	data, _ := os.ReadFile(path)
+	if !strings.HasPrefix(string(data), strings.Join(StepsHeader(), ",")+"\n") {
+		t.Fatalf("header not rewritten:\n%s", data)
+	}
+	rows, err := ReadSteps(path)
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("%d rows, %v", len(rows), err)
+	}
+	if !math.IsNaN(rows[0].AuditBytesPerReq) || rows[1].AuditBytesPerReq != 2150.5 {
+		t.Errorf("audit bytes/req %v, %v: want NaN for the older row, 2150.5 for the new one", rows[0].AuditBytesPerReq, rows[1].AuditBytesPerReq)
 	}
 }

@@ -37,7 +37,7 @@ func (d deadDeployment) RunLoad(ctx context.Context, s loadgen.Spec) (loadgen.Re
 	return loadgen.Run(ctx, s)
 }
 func (d deadDeployment) Usage() (target.Usage, error) {
-	return target.Usage{BackendCPUSeconds: -1}, nil
+	return target.Usage{BackendCPUSeconds: -1, ProxyWrittenBytes: -1, AuditLogBytes: -1}, nil
 }
 func (d deadDeployment) Restarted() bool     { return false }
 func (d deadDeployment) LoadgenCores() int   { return 1 }

@@ -143,6 +143,7 @@ func (c *configRun) newRow(rate int, kind knee.Kind, sloMs float64) dataset.Step
 		LoadgenRunDelayS: math.NaN(), BackendCPUS: math.NaN(), ProxyThrottledS: math.NaN(), StealS: math.NaN(),
 		ProxyCPUS: math.NaN(), CoresPer1k: math.NaN(), ProxyRSSPeakMB: math.NaN(), ProxyRSSLifetimePeakMB: math.NaN(),
 		LoadgenCPUS: math.NaN(), LoadgenCPUFraction: math.NaN(), AchievedRPS: math.NaN(),
+		AuditBytesPerReq: math.NaN(), ProxyDiskWriteBytesPerS: math.NaN(),
 		ProxyIdleCPUSPerS: c.idleCPUPS,
 	}
 }
@@ -174,6 +175,7 @@ func (c *configRun) fill(row *dataset.StepRow, res loadgen.Result, edges [2]edge
 	if before.ProxyThrottledSeconds >= 0 && after.ProxyThrottledSeconds >= 0 {
 		row.ProxyThrottledS = after.ProxyThrottledSeconds - before.ProxyThrottledSeconds
 	}
+	fillWrites(row, before, after)
 	ok := row.Completed - row.Non2xx - row.SocketErrors
 	switch {
 	case ok <= 0:
@@ -201,6 +203,17 @@ func (c *configRun) fill(row *dataset.StepRow, res loadgen.Result, edges [2]edge
 	row.Verdict = dataset.VerdictOf(step)
 	if !step.Invalid && !step.Passed() {
 		row.Reasons = failReasons(step)
+	}
+}
+
+// fillWrites records what the proxy wrote in the window: its audit log's
+// growth per request completed there, and its writes to storage per second.
+func fillWrites(row *dataset.StepRow, before, after target.Usage) {
+	if before.AuditLogBytes >= 0 && after.AuditLogBytes >= 0 && row.Completed > 0 {
+		row.AuditBytesPerReq = float64(after.AuditLogBytes-before.AuditLogBytes) / float64(row.Completed)
+	}
+	if before.ProxyWrittenBytes >= 0 && after.ProxyWrittenBytes >= 0 && row.WindowS > 0 {
+		row.ProxyDiskWriteBytesPerS = float64(after.ProxyWrittenBytes-before.ProxyWrittenBytes) / row.WindowS
 	}
 }
 

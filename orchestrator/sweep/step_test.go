@@ -75,6 +75,35 @@ func TestFillCountsTakesTheWindow(t *testing.T) {
 	}
 }
 
+func TestFillWrites(t *testing.T) {
+	usage := func(audit, written int64) target.Usage {
+		return target.Usage{AuditLogBytes: audit, ProxyWrittenBytes: written}
+	}
+	tests := []struct {
+		name             string
+		before, after    target.Usage
+		perReq, diskPerS float64 // NaN: not measured
+		completed        int64
+	}{
+		{"audit log and disk", usage(1000, 4096), usage(801000, 4096+1_000_000), 400, 100_000, 2000},
+		{"the log not created yet at the start", usage(0, 0), usage(2000, 0), 1, 0, 2000},
+		{"no audit log", usage(-1, 0), usage(-1, 8192), math.NaN(), 819.2, 2000},
+		{"writes unreadable", usage(0, -1), usage(3000, -1), 1.5, math.NaN(), 2000},
+		{"nothing completed", usage(0, 0), usage(0, 0), math.NaN(), 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			row := dataset.StepRow{WindowS: 10, Completed: tc.completed, AuditBytesPerReq: math.NaN(), ProxyDiskWriteBytesPerS: math.NaN()}
+			fillWrites(&row, tc.before, tc.after)
+			if !sameFigure(row.AuditBytesPerReq, tc.perReq) || !sameFigure(row.ProxyDiskWriteBytesPerS, tc.diskPerS) {
+				t.Errorf("audit bytes/req %v, disk bytes/s %v; want %v, %v", row.AuditBytesPerReq, row.ProxyDiskWriteBytesPerS, tc.perReq, tc.diskPerS)
+			}
+		})
+	}
+}
+
+func sameFigure(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }
+
 var _ target.ProxyCounter = (*countingDeployment)(nil)
 
 // countingDeployment is a fake with a proxy counter, for the edge sampler.
@@ -87,7 +116,7 @@ type countingDeployment struct {
 func (c *countingDeployment) ProxyCompleted() (int64, error) { c.count += 100; return c.count, nil }
 func (c *countingDeployment) Usage() (target.Usage, error) {
 	c.cpu += 1.5
-	return target.Usage{ProxyCPUSeconds: c.cpu, BackendCPUSeconds: -1}, nil
+	return target.Usage{ProxyCPUSeconds: c.cpu, BackendCPUSeconds: -1, ProxyWrittenBytes: -1, AuditLogBytes: -1}, nil
 }
 
 func TestWindowEdgesSampleBothEdges(t *testing.T) {
@@ -141,7 +170,7 @@ func (d scriptedDeployment) RunLoad(_ context.Context, s loadgen.Spec) (loadgen.
 }
 
 func (d scriptedDeployment) Usage() (target.Usage, error) {
-	return target.Usage{BackendCPUSeconds: -1, ProxyThrottledSeconds: -1, StealSeconds: -1}, nil
+	return target.Usage{BackendCPUSeconds: -1, ProxyThrottledSeconds: -1, StealSeconds: -1, ProxyWrittenBytes: -1, AuditLogBytes: -1}, nil
 }
 
 // A step of an SLO search is judged on its objective when it is measured:
