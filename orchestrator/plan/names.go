@@ -96,3 +96,12 @@ func IsShape(name string) bool { return slices.Contains(Shapes(), name) }
 
 // oneOf renders a list of names for "use one of ..." hints.
 func oneOf(names []string) string { return strings.Join(names, ", ") }
+
+// UnauditedTier is the tier an audit-log tier adds its log to: full-crs
+// for full-crs-audit. Other tiers have none.
+func UnauditedTier(tier string) (string, bool) {
+	if tier == TierFullCRSAudit {
+		return TierFullCRS, true
+	}
+	return "", false
+}

@@ -62,6 +62,10 @@ type Plan struct {
 	// KEY=VALUE each: the module's Go runtime knobs (GOGC, GOMEMLIMIT,
 	// GODEBUG, GOMAXPROCS) are set only from here (see EnvoyEnviron).
 	EnvoyEnv []string
+	// AuditLog makes every WAF configuration write its audit log, JSON, of
+	// every transaction, into its run directory (as tier full-crs-audit
+	// does): Coraza's for the module, ModSecurity's for nginx.
+	AuditLog bool
 }
 
 // Default is the reference methodology of the notes.
@@ -113,6 +117,7 @@ type planJSON struct {
 	SLOs          []string `json:"slos"`
 	// Omitted when empty, so that the sweeps before it keep their identity.
 	EnvoyEnv []string `json:"envoy_env,omitempty"`
+	AuditLog bool     `json:"audit_log,omitempty"`
 }
 
 // MarshalJSON writes the plan file form.
@@ -123,7 +128,7 @@ func (p Plan) MarshalJSON() ([]byte, error) {
 		Warmup: p.Warmup.String(), Measure: p.Measure.String(), Cooldown: p.Cooldown.String(),
 		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenLateness: p.MaxLoadgenLateness,
 		MaxLoadgenDelay: p.MaxLoadgenDelay.String(), MaxCPUSteal: p.MaxCPUSteal, KneeResolution: p.KneeResolution,
-		SLOs: durationStrings(p.SLOs), EnvoyEnv: p.EnvoyEnv,
+		SLOs: durationStrings(p.SLOs), EnvoyEnv: p.EnvoyEnv, AuditLog: p.AuditLog,
 	})
 }
 
@@ -139,7 +144,7 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 		Warmup: p.Warmup.String(), Measure: p.Measure.String(), Cooldown: p.Cooldown.String(),
 		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenLateness: p.MaxLoadgenLateness,
 		MaxLoadgenDelay: p.MaxLoadgenDelay.String(), MaxCPUSteal: p.MaxCPUSteal, KneeResolution: p.KneeResolution,
-		SLOs: durationStrings(p.SLOs), EnvoyEnv: slices.Clone(p.EnvoyEnv),
+		SLOs: durationStrings(p.SLOs), EnvoyEnv: slices.Clone(p.EnvoyEnv), AuditLog: p.AuditLog,
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -166,7 +171,7 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 	p.Flavors, p.Tiers, p.Shapes, p.Ladder, p.FloorRPS = f.Flavors, f.Tiers, f.Shapes, f.Ladder, f.FloorRPS
 	p.Connections, p.Rounds, p.Confirm = f.Connections, f.Rounds, f.Confirm
 	p.MaxLoadgenCPU, p.MaxLoadgenLateness, p.KneeResolution = f.MaxLoadgenCPU, f.MaxLoadgenLateness, f.KneeResolution
-	p.MaxCPUSteal, p.EnvoyEnv = f.MaxCPUSteal, f.EnvoyEnv
+	p.MaxCPUSteal, p.EnvoyEnv, p.AuditLog = f.MaxCPUSteal, f.EnvoyEnv, f.AuditLog
 	slos, err := ParseDurations(f.SLOs)
 	if err != nil {
 		return fmt.Errorf("slos: %w", err)

@@ -99,6 +99,8 @@ func TestValidate(t *testing.T) {
 		{"envoy env without a value", func(p *Plan) { p.EnvoyEnv = []string{"GOGC"} }, []string{`envoy_env "GOGC": write NAME=VALUE`}},
 		{"envoy env with a bad name", func(p *Plan) { p.EnvoyEnv = []string{"GO GC=1"} }, []string{`envoy_env "GO GC=1": write NAME=VALUE`}},
 		{"envoy env set twice", func(p *Plan) { p.EnvoyEnv = []string{"GOGC=1", "GOGC=2"} }, []string{"envoy_env: GOGC set twice"}},
+		{"an audit log without a WAF", func(p *Plan) { p.AuditLog, p.Flavors = true, []string{FlavorEnvoy} }, []string{"audit_log: no flavor has a WAF"}},
+		{"an audit log of module-off", func(p *Plan) { p.AuditLog, p.Tiers = true, []string{TierModuleOff} }, []string{"audit_log: tier module-off inspects nothing"}},
 		{"every problem at once", func(p *Plan) {
 			p.Flavors = []string{"wafx"}
 			p.Ladder = []int{2000, 1000}
@@ -316,5 +318,51 @@ func TestConnectionsForGivesEachConnectionFiftyCalls(t *testing.T) {
 	p.Connections = 2
 	if got := p.ConnectionsFor(5); got != 2 {
 		t.Errorf("with connections = 2, ConnectionsFor(5) = %d: the plan's maximum wins", got)
+	}
+}
+
+func TestAudits(t *testing.T) {
+	tests := []struct {
+		name     string
+		auditLog bool
+		cfg      Config
+		want     bool
+	}{
+		{"the audit tier", false, Config{FlavorWAF, TierFullCRSAudit, ShapeGet}, true},
+		{"another tier", false, Config{FlavorWAF, TierFullCRS, ShapeGet}, false},
+		{"another tier, the plan's audit log", true, Config{FlavorWAF, TierHeadersOnly, ShapeGet}, true},
+		{"nginx, the plan's audit log", true, Config{FlavorNginxModSecurity, TierFullCRS, ShapeGet}, true},
+		{"a flavor without a WAF", true, Config{FlavorEnvoy, TierNone, ShapeGet}, false},
+		{"module-off", true, Config{FlavorWAF, TierModuleOff, ShapeGet}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Default()
+			p.AuditLog = tc.auditLog
+			if got := p.Audits(tc.cfg); got != tc.want {
+				t.Errorf("Audits(%s) = %v, want %v", tc.cfg.ID(), got, tc.want)
+			}
+		})
+	}
+}
+
+// The audit log is part of the plan file, and so of the sweep's identity;
+// a plan without it writes nothing, so the sweeps before it keep theirs.
+func TestAuditLogRoundTripsAndIsOmittedWhenOff(t *testing.T) {
+	data, err := json.Marshal(Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "audit_log") {
+		t.Errorf("default plan writes audit_log: %s", data)
+	}
+	p := Default()
+	p.AuditLog = true
+	if data, err = json.Marshal(p); err != nil {
+		t.Fatal(err)
+	}
+	back := Default()
+	if err := json.Unmarshal(data, &back); err != nil || !back.AuditLog {
+		t.Errorf("read back %v (%v) from %s", back.AuditLog, err, data)
 	}
 }

@@ -19,7 +19,33 @@ func (p Plan) Validate() error {
 	errs = append(errs, p.checkFloor()...)
 	errs = append(errs, p.checkRun()...)
 	errs = append(errs, checkEnvoyEnv(p.EnvoyEnv)...)
+	errs = append(errs, p.checkAuditLog()...)
 	return errors.Join(errs...)
+}
+
+// checkAuditLog refuses an audit log no configuration would write.
+func (p Plan) checkAuditLog() []error {
+	if !p.AuditLog {
+		return nil
+	}
+	var errs []error
+	if !slices.ContainsFunc(p.Flavors, HasWAF) {
+		errs = append(errs, fmt.Errorf("audit_log: no flavor has a WAF to write it: add %s, %s or %s",
+			FlavorWAF, FlavorWAFAccelerated, FlavorNginxModSecurity))
+	}
+	if slices.Contains(p.Tiers, TierModuleOff) {
+		errs = append(errs, fmt.Errorf("audit_log: tier %s inspects nothing, so it logs nothing: sweep it without the audit log", TierModuleOff))
+	}
+	return errs
+}
+
+// Audits reports whether cfg writes an audit log: its tier always does
+// (full-crs-audit), or the plan asks every WAF configuration to.
+func (p Plan) Audits(cfg Config) bool {
+	if !HasWAF(cfg.Flavor) || cfg.Tier == TierModuleOff {
+		return false
+	}
+	return p.AuditLog || cfg.Tier == TierFullCRSAudit
 }
 
 // checkNames reports an empty list, unknown names and duplicates.

@@ -121,7 +121,8 @@ func (c *configRun) deploy(ctx context.Context) error {
 		return err
 	}
 	c.progress.note(fmt.Sprintf("deploying %s (round %d)", c.cfg.ID(), c.round))
-	c.deployed, err = c.opts.Target.Deploy(ctx, target.Deployment{Config: c.cfg, WAFConfigJSON: wafJSON, RunDir: dir})
+	c.deployed, err = c.opts.Target.Deploy(ctx, target.Deployment{Config: c.cfg, WAFConfigJSON: wafJSON, RunDir: dir,
+		AuditLog: c.auditLog(dir)})
 	if err != nil {
 		return fmt.Errorf("deploying %s: %w", c.cfg.ID(), err)
 	}
@@ -200,10 +201,19 @@ func (c *configRun) wafConfig(runDir string) (string, error) {
 		return "", fmt.Errorf("tier %s: %w", c.cfg.Tier, err)
 	}
 	cfg := map[string]any{"directives": []string{"Include " + tierFile}}
-	if c.cfg.Tier == plan.TierFullCRSAudit {
-		cfg["audit_log"] = filepath.Join(runDir, "audit.log")
-		cfg["audit_engine"] = "On"
+	if log := c.auditLog(runDir); log != "" {
+		cfg["audit_log"] = log
+		cfg["audit_engine"] = "On" // every transaction, not only the relevant ones
 	}
 	b, err := json.Marshal(cfg)
 	return string(b), err
+}
+
+// auditLog is where the configuration writes its audit log, "" when it
+// writes none (see plan.Plan.Audits).
+func (c *configRun) auditLog(runDir string) string {
+	if !c.opts.Plan.Audits(c.cfg) {
+		return ""
+	}
+	return filepath.Join(runDir, "audit.log")
 }

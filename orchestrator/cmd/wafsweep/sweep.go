@@ -39,6 +39,7 @@ type sweepFlags struct {
 	proxyCPUs, loadgenCPUs, backendCPUs   string
 	backendCost                           backend.Cost
 	envoyEnv                              []string
+	auditLog                              bool
 	kube                                  kubeFlags
 }
 
@@ -64,6 +65,7 @@ func parseSweepFlags(args []string, stderr io.Writer) (sweepFlags, *flag.FlagSet
 		f.envoyEnv = append(f.envoyEnv, v)
 		return nil
 	})
+	fs.BoolVar(&f.auditLog, "audit-log", false, "every WAF configuration writes its JSON audit log of every transaction into its run directory, as tier full-crs-audit does (Coraza's, ModSecurity's for nginx); steps record audit bytes per request and the proxy's disk writes (part of the plan and the sweep's identity)")
 	fs.StringVar(&f.sweepID, "sweep-id", "", "name of the output directory under --results (default: derived from the plan, so the same command resumes)")
 	fs.StringVar(&f.resultsDir, "results", "", "results directory (default <repo>/results)")
 	fs.StringVar(&f.rulesets, "rulesets", "", "rule tier directory (default <repo>/rulesets)")
@@ -187,6 +189,9 @@ func (f sweepFlags) buildPlan() (plan.Plan, error) {
 	setDur(&p.Cooldown, f.cooldown)
 	if len(f.envoyEnv) > 0 {
 		p.EnvoyEnv = f.envoyEnv
+	}
+	if f.auditLog {
+		p.AuditLog = true
 	}
 	errs = append(errs, p.Validate())
 	return p, errors.Join(errs...)

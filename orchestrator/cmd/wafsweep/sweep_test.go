@@ -74,6 +74,8 @@ func TestBadFlagsFailBeforeAnythingStarts(t *testing.T) {
 		{[]string{"--backend-cpu-per-request", "1ms", "--backend-cpus", "0", "--loadgen-cpus", "0"}, "a calibration backend shares CPUs 0 with the load generator"},
 		{[]string{"--envoy-env", "GOGC"}, `envoy_env "GOGC": write NAME=VALUE`},
 		{[]string{"--envoy-env", "GOGC=100", "--envoy-env", "GOGC=400"}, "envoy_env: GOGC set twice"},
+		{[]string{"--audit-log", "--flavors", "direct,envoy"}, "audit_log: no flavor has a WAF to write it"},
+		{[]string{"--audit-log", "--flavors", "waf", "--tiers", "module-off,headers-only"}, "audit_log: tier module-off inspects nothing"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -121,6 +123,8 @@ func TestSweepIDCoversWhatIsMeasuredAndWhere(t *testing.T) {
 	recommitted.WafsweepCommit = "abc123"
 	tuned := plan.Default()
 	tuned.EnvoyEnv = []string{"GOGC=400"}
+	audited := plan.Default()
+	audited.AuditLog = true
 	tests := []struct {
 		name string
 		id   func() (string, error)
@@ -131,6 +135,7 @@ func TestSweepIDCoversWhatIsMeasuredAndWhere(t *testing.T) {
 		{"another target", func() (string, error) { return sweepID("kind", plan.Default(), cpus, build.Build()) }, false},
 		{"a wafsweep commit alone", func() (string, error) { return sweepID("local", plan.Default(), cpus, recommitted.Build()) }, true},
 		{"Envoy's environment", func() (string, error) { return sweepID("local", tuned, cpus, build.Build()) }, false},
+		{"the audit log", func() (string, error) { return sweepID("local", audited, cpus, build.Build()) }, false},
 	}
 	for _, tc := range tests {
 		id, err := tc.id()

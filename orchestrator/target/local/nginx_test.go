@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
@@ -206,9 +209,62 @@ func TestNginxModSecurityTiersPassThePrecheck(t *testing.T) {
 // knees and metadata.
 func TestSweepThroughNginxModSecurity(t *testing.T) {
 	requireNginx(t)
+	out := sweepAtLowRate(t, plan.FlavorNginxModSecurity, false)
+	meta, err := dataset.ReadMetadata(filepath.Join(out, sweep.MetadataFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(meta.Notes, "\n"), "libmodsecurity3") {
+		t.Errorf("metadata notes do not record the nginx-modsecurity versions: %q", meta.Notes)
+	}
+}
+
+// With --audit-log every step records what the audit log took, through
+// the module (Coraza's log) and through nginx (ModSecurity's): bytes per
+// request from the log's growth in the window, and the proxy's writes to
+// storage, which hold at least the log's pages.
+func TestSweepsRecordTheAuditLog(t *testing.T) {
+	for _, flavor := range []string{plan.FlavorWAF, plan.FlavorNginxModSecurity} {
+		t.Run(flavor, func(t *testing.T) {
+			if flavor == plan.FlavorWAF {
+				requireModule(t)
+			} else {
+				requireNginx(t)
+			}
+			out := sweepAtLowRate(t, flavor, true)
+			steps, err := dataset.ReadSteps(filepath.Join(out, sweep.StepsFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			inMemory := inMemoryFS(t, out)
+			for _, r := range steps {
+				t.Logf("%d rps: %.0f audit bytes per request, %.0f bytes/s written to storage", r.TargetRPS, r.AuditBytesPerReq, r.ProxyDiskWriteBytesPerS)
+				// A JSON record of a GET with its headers is over a kilobyte.
+				if !(r.AuditBytesPerReq > 500) {
+					t.Errorf("%d rps: %v audit bytes per request", r.TargetRPS, r.AuditBytesPerReq)
+				}
+				logged := r.AuditBytesPerReq * float64(r.Completed) / r.WindowS
+				if !inMemory && !(r.ProxyDiskWriteBytesPerS >= logged/2) {
+					t.Errorf("%d rps: the proxy wrote %v bytes/s to storage, its audit log grew by %.0f", r.TargetRPS, r.ProxyDiskWriteBytesPerS, logged)
+				}
+			}
+			knees, err := dataset.ReadKnees(filepath.Join(out, sweep.KneesFile))
+			if err != nil || len(knees) == 0 || !(knees[0].AuditBytesPerReqAtKnee > 500) {
+				t.Errorf("knees %+v (%v): want the audit bytes per request at the knee", knees, err)
+			}
+		})
+	}
+}
+
+// sweepAtLowRate runs a two-step sweep of flavor at full CRS, GET, far
+// below its knee, checks each step measured the proxy, and returns the
+// sweep's directory.
+func sweepAtLowRate(t *testing.T, flavor string, auditLog bool) string {
+	t.Helper()
 	p := plan.Default()
-	p.Flavors = []string{plan.FlavorNginxModSecurity}
+	p.Flavors = []string{flavor}
 	p.Tiers = []string{plan.TierFullCRS}
+	p.AuditLog = auditLog
 	// A shared test machine, and the capacity search is the plumbing
 	// checked here: no measurement's checks, no SLO searches.
 	p.MaxLoadgenLateness, p.MaxCPUSteal, p.MaxLoadgenDelay = 1, 1, time.Second
@@ -218,7 +274,11 @@ func TestSweepThroughNginxModSecurity(t *testing.T) {
 	p.Connections = 4
 	p.Warmup, p.Measure, p.Cooldown = 300*time.Millisecond, 2*time.Second, 0
 	p.FloorRPS, p.Confirm = 0, false
-	tgt, err := local.New(local.Options{})
+	opts := local.Options{}
+	if flavor == plan.FlavorWAF {
+		opts.ModulePath = requireModule(t)
+	}
+	tgt, err := local.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,25 +300,34 @@ func TestSweepThroughNginxModSecurity(t *testing.T) {
 	if len(steps) == 0 || len(steps) > 2 {
 		t.Fatalf("%d steps, want 1 or 2: %+v", len(steps), steps)
 	}
+	want := plan.Config{Flavor: flavor, Tier: plan.TierFullCRS, Shape: plan.ShapeGet}.ID()
 	for _, r := range steps {
 		// Pass or fail depends on what else runs on the machine; invalid
 		// (a failed pre-check, a restart, reconnects) or a blocked benign
 		// request would be the flavor's fault.
 		t.Logf("%s at %d rps: %s %v", r.ConfigID, r.TargetRPS, r.Verdict, r.Reasons)
-		if r.ConfigID != "nginx-modsecurity/full-crs/get" || r.Verdict == dataset.VerdictInvalid || r.Non2xx != 0 || r.Completion < 0.8 {
+		if r.ConfigID != want || r.Verdict == dataset.VerdictInvalid || r.Non2xx != 0 || r.Completion < 0.8 {
 			t.Errorf("%s at %d rps: %s %v (completed %d of %d, non-2xx %d)", r.ConfigID, r.TargetRPS, r.Verdict, r.Reasons, r.Completed, r.Scheduled, r.Non2xx)
 		}
 		if !(r.ProxyCPUS > 0) || !(r.ProxyRSSPeakMB > 0) || !(r.ProxyRSSLifetimePeakMB >= r.ProxyRSSPeakMB) || !(r.CoresPer1k > 0) {
 			t.Errorf("%d rps: resources missing: cpu %v s, peak %v MB, lifetime %v MB, cores/1k %v", r.TargetRPS, r.ProxyCPUS, r.ProxyRSSPeakMB, r.ProxyRSSLifetimePeakMB, r.CoresPer1k)
 		}
+		if !auditLog && !math.IsNaN(r.AuditBytesPerReq) {
+			t.Errorf("%d rps: %v audit bytes per request without an audit log", r.TargetRPS, r.AuditBytesPerReq)
+		}
 	}
-	meta, err := dataset.ReadMetadata(filepath.Join(out, sweep.MetadataFile))
-	if err != nil {
+	return out
+}
+
+// inMemoryFS reports whether dir is on a file system without storage
+// behind it, where no write reaches the storage layer's count.
+func inMemoryFS(t *testing.T, dir string) bool {
+	t.Helper()
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(strings.Join(meta.Notes, "\n"), "libmodsecurity3") {
-		t.Errorf("metadata notes do not record the nginx-modsecurity versions: %q", meta.Notes)
-	}
+	return fs.Type == unix.TMPFS_MAGIC || fs.Type == unix.RAMFS_MAGIC
 }
 
 // A plan with the flavor fails before anything starts when nginx or the
