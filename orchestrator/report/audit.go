@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"math"
+	"path/filepath"
 	"slices"
 
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
@@ -14,16 +15,12 @@ var auditColumns = []string{
 	"Without the audit log", "Knee RPS", "Cores/1k RPS",
 }
 
-// writeAuditTable sets each configuration that wrote an audit log beside
-// the same flavor and shape without one, when the sweep measured it: what
-// the audit log costs in rate, CPU and bytes. It writes nothing for a sweep
-// without an audit log.
-func writeAuditTable(b *bytes.Buffer, summary []dataset.KneeRow, flavors []string) {
-	audited := filter(summary, func(k dataset.KneeRow) bool { return !math.IsNaN(k.AuditBytesPerReqAtKnee) })
-	if len(audited) == 0 {
+// writeAuditSection is the report's "Audit log" section (see
+// writeAuditRows); nothing for a sweep without an audit log.
+func writeAuditSection(b *bytes.Buffer, summary []dataset.KneeRow, flavors []string) {
+	if !slices.ContainsFunc(summary, audited) {
 		return
 	}
-	sortByConfig(audited, flavors)
 	b.WriteString("## Audit log\n\n")
 	b.WriteString("Configurations that wrote an audit log of every transaction (tier full-crs-audit, or the plan's " +
 		"audit_log), at their knee: the log's growth per request and the proxy's writes to storage (0 on a file " +
@@ -31,18 +28,52 @@ func writeAuditTable(b *bytes.Buffer, summary []dataset.KneeRow, flavors []strin
 		"For a sweep run with --audit-log, run the same plan without it and set the two side by side with " +
 		"`wafsweep compare`.\n\n")
 	writeTableHeader(b, auditColumns)
-	for _, k := range audited {
-		row := []string{"`" + k.ConfigID + "`", kneeText(k), fmtNum(k.CoresPer1kAtKnee, 3),
-			fmtNum(k.AuditBytesPerReqAtKnee, 0), fmtNum(k.ProxyDiskWriteBytesPerSAtKnee/1e6, 2)}
-		if twin, ok := unaudited(summary, k); ok {
-			row = append(row, "`"+twin.ConfigID+"`", kneeText(twin), fmtNum(twin.CoresPer1kAtKnee, 3))
-		} else {
-			row = append(row, "not in this sweep", "", "")
-		}
-		writeTableRow(b, row)
-	}
+	writeAuditRows(b, summary, flavors)
 	b.WriteString("\n")
 }
+
+// auditTable is the generated doc section of kind "audit": the audit-log
+// rows of each dataset.
+func auditTable(dir string, datasets []string) ([]byte, error) {
+	var b bytes.Buffer
+	writeTableHeader(&b, append([]string{"Dataset"}, auditColumns...))
+	for _, d := range datasets {
+		sw, err := dataset.ReadSweep(filepath.Join(dir, d))
+		if err != nil {
+			return nil, err
+		}
+		var rows bytes.Buffer
+		summary := sortedSummary(sw)
+		writeAuditRows(&rows, summary, flavorOrder(sw.Steps, summary))
+		for _, line := range bytes.SplitAfter(rows.Bytes(), []byte("\n")) {
+			if len(line) > 0 {
+				b.WriteString("| `" + shownPath(d) + "` ")
+				b.Write(line)
+			}
+		}
+	}
+	return b.Bytes(), nil
+}
+
+// writeAuditRows sets each configuration that wrote an audit log beside
+// the same flavor and shape without one, when the summary has it: what the
+// audit log costs in rate, CPU and bytes.
+func writeAuditRows(b *bytes.Buffer, summary []dataset.KneeRow, flavors []string) {
+	rows := filter(summary, audited)
+	sortByConfig(rows, flavors)
+	for _, k := range rows {
+		cells := []string{"`" + k.ConfigID + "`", kneeText(k), fmtNum(k.CoresPer1kAtKnee, 3),
+			fmtNum(k.AuditBytesPerReqAtKnee, 0), fmtNum(k.ProxyDiskWriteBytesPerSAtKnee/1e6, 2)}
+		if twin, ok := unaudited(summary, k); ok {
+			cells = append(cells, "`"+twin.ConfigID+"`", kneeText(twin), fmtNum(twin.CoresPer1kAtKnee, 3))
+		} else {
+			cells = append(cells, "not in this sweep", "", "")
+		}
+		writeTableRow(b, cells)
+	}
+}
+
+func audited(k dataset.KneeRow) bool { return !math.IsNaN(k.AuditBytesPerReqAtKnee) }
 
 // unaudited finds k's configuration without the audit log: the tier the
 // audited tier adds its log to, same flavor and shape, itself not audited.
@@ -52,7 +83,7 @@ func unaudited(summary []dataset.KneeRow, k dataset.KneeRow) (dataset.KneeRow, b
 		return dataset.KneeRow{}, false
 	}
 	i := slices.IndexFunc(summary, func(s dataset.KneeRow) bool {
-		return s.Flavor == k.Flavor && s.Shape == k.Shape && s.Tier == tier && math.IsNaN(s.AuditBytesPerReqAtKnee)
+		return s.Flavor == k.Flavor && s.Shape == k.Shape && s.Tier == tier && !audited(s)
 	})
 	if i < 0 {
 		return dataset.KneeRow{}, false

@@ -36,7 +36,7 @@ func TestAuditTable(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer
-			writeAuditTable(&b, tc.summary, []string{"waf"})
+			writeAuditSection(&b, tc.summary, []string{"waf"})
 			got := b.String()
 			if tc.want == nil {
 				if got != "" {

@@ -49,7 +49,7 @@ func renderMarkdown(meta dataset.Metadata, steps []dataset.StepRow, knees, summa
 	writeKneePlots(&b, heatmaps)
 	writeMethod(&b, summary, descentFloor(meta, steps))
 	writeKneeTable(&b, steps, summary)
-	writeAuditTable(&b, summary, flavorOrder(steps, summary))
+	writeAuditSection(&b, summary, flavorOrder(steps, summary))
 	writeRoundTable(&b, knees)
 	writePlots(&b, steps, panels)
 	writeReproduce(&b, meta)

@@ -32,6 +32,7 @@ var sectionKinds = map[string]sectionRenderer{
 	"datasets":     datasetIndex,
 	"ground-truth": groundTruthTable,
 	"memory":       memoryTable,
+	"audit":        auditTable,
 	"slo":          sloTable,
 	"module-cost":  moduleCostTable,
 	"engine":       engineTable,

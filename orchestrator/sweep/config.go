@@ -1,10 +1,13 @@
 package sweep
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -37,6 +40,9 @@ func (c *configRun) run(ctx context.Context) (err error) {
 	defer func() {
 		if c.deployed != nil {
 			err = errors.Join(err, c.deployed.Teardown())
+		}
+		if log := c.auditLog(c.runDir()); log != "" {
+			err = errors.Join(err, keepAuditSample(log))
 		}
 		// What the configuration ran with stays, without the machine's
 		// paths: the processes that needed them are gone.
@@ -207,6 +213,40 @@ func (c *configRun) wafConfig(runDir string) (string, error) {
 	}
 	b, err := json.Marshal(cfg)
 	return string(b), err
+}
+
+// auditSampleBytes bounds what a run directory keeps of its audit log.
+const auditSampleBytes = 64 << 10
+
+// keepAuditSample replaces a configuration's audit log, once its proxy is
+// gone, by its first whole records (one JSON object per line, Coraza's and
+// ModSecurity's alike) up to auditSampleBytes, in AuditSampleFile beside
+// it: at a few hundred requests per second the whole log grows by hundreds
+// of megabytes per configuration, and the steps already hold its size per
+// request. No log (nothing was logged) is no error.
+func keepAuditSample(log string) error {
+	f, err := os.Open(log)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("audit log sample: %w", err)
+	}
+	defer f.Close()
+	head := make([]byte, auditSampleBytes)
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("audit log sample: %w", err)
+	}
+	head = head[:n]
+	if n == auditSampleBytes {
+		head = head[:bytes.LastIndexByte(head, '\n')+1] // whole records only
+	}
+	sample := filepath.Join(filepath.Dir(log), AuditSampleFile)
+	if err := os.WriteFile(sample, head, 0o644); err != nil {
+		return fmt.Errorf("audit log sample: %w", err)
+	}
+	return os.Remove(log)
 }
 
 // auditLog is where the configuration writes its audit log, "" when it

@@ -47,6 +47,9 @@ const (
 	SLOKneesFile = dataset.SLOKneesFile
 	MetadataFile = dataset.MetadataFile
 	ReportFile   = "report.md"
+	// AuditSampleFile is what a run directory keeps of its audit log (see
+	// keepAuditSample).
+	AuditSampleFile = "audit-sample.log"
 )
 
 // Run runs (or resumes) the sweep. On cancellation it stops the step in

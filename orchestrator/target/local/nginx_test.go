@@ -1,6 +1,7 @@
 package local_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -247,6 +248,13 @@ func TestSweepsRecordTheAuditLog(t *testing.T) {
 				if !inMemory && !(r.ProxyDiskWriteBytesPerS >= logged/2) {
 					t.Errorf("%d rps: the proxy wrote %v bytes/s to storage, its audit log grew by %.0f", r.TargetRPS, r.ProxyDiskWriteBytesPerS, logged)
 				}
+			}
+			runDir := filepath.Join(out, "runs", "r0", flavor, plan.TierFullCRS, plan.ShapeGet)
+			if sample, err := os.ReadFile(filepath.Join(runDir, sweep.AuditSampleFile)); err != nil || !bytes.HasPrefix(sample, []byte(`{"transaction":`)) {
+				t.Errorf("the run directory keeps no sample of the JSON audit log: %v\n%.200s", err, sample)
+			}
+			if _, err := os.Stat(filepath.Join(runDir, "audit.log")); !os.IsNotExist(err) {
+				t.Errorf("the whole audit log stayed in the run directory: %v", err)
 			}
 			knees, err := dataset.ReadKnees(filepath.Join(out, sweep.KneesFile))
 			if err != nil || len(knees) == 0 || !(knees[0].AuditBytesPerReqAtKnee > 500) {
