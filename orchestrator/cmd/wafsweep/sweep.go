@@ -107,44 +107,57 @@ func referenceProfile() plan.Plan {
 	return p
 }
 
+// profiles are the starting plans of --profile, in the order the flag's
+// help names them. The matrix profiles add the accelerated build after waf
+// (withAccelerated); the module-cost ones measure the stock module alone.
+var profiles = []struct {
+	name string
+	plan func() plan.Plan
+}{
+	{"short", func() plan.Plan { return withAccelerated(shortProfile()) }},
+	{"full", func() plan.Plan { return withAccelerated(plan.Default()) }},
+	{"reference", func() plan.Plan { return withAccelerated(referenceProfile()) }},
+	{"module-cost", modulecost.LightPlan},
+	{"module-cost-full-crs", modulecost.FullCRSPlan},
+}
+
+// profilePlan is the named profile's plan.
+func profilePlan(name string) (plan.Plan, error) {
+	names := make([]string, len(profiles))
+	for i, pr := range profiles {
+		if pr.name == name {
+			return pr.plan(), nil
+		}
+		names[i] = pr.name
+	}
+	return plan.Plan{}, fmt.Errorf("--profile %q: use %s or %s", name,
+		strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
+}
+
 // withAccelerated adds the accelerated build after waf: the profiles show
 // what it gains end to end, on every target (the Kubernetes image carries
 // both builds).
-func withAccelerated(flavors []string) []string {
-	out := make([]string, 0, len(flavors)+1)
-	for _, f := range flavors {
+func withAccelerated(p plan.Plan) plan.Plan {
+	out := make([]string, 0, len(p.Flavors)+1)
+	for _, f := range p.Flavors {
 		out = append(out, f)
 		if f == plan.FlavorWAF {
 			out = append(out, plan.FlavorWAFAccelerated)
 		}
 	}
-	return out
+	p.Flavors = out
+	return p
 }
 
 // buildPlan applies the profile or plan file, then the flags.
 func (f sweepFlags) buildPlan() (plan.Plan, error) {
-	var p plan.Plan
-	switch {
-	case f.planFile != "":
-		var err error
-		if p, err = plan.LoadFile(f.planFile); err != nil {
-			return p, err
-		}
-	case f.profile == "short":
-		p = shortProfile()
-	case f.profile == "full":
-		p = plan.Default()
-	case f.profile == "reference":
-		p = referenceProfile()
-	case f.profile == "module-cost":
-		p = modulecost.LightPlan()
-	case f.profile == "module-cost-full-crs":
-		p = modulecost.FullCRSPlan()
-	default:
-		return p, fmt.Errorf("--profile %q: use short, full, reference, module-cost or module-cost-full-crs", f.profile)
+	load := func() (plan.Plan, error) { return profilePlan(f.profile) }
+	if f.planFile != "" {
+		load = func() (plan.Plan, error) { return plan.LoadFile(f.planFile) }
 	}
-	if f.planFile == "" && f.profile != "module-cost" && f.profile != "module-cost-full-crs" {
-		p.Flavors = withAccelerated(p.Flavors)
+	p, err := load()
+	if err != nil {
+		return p, err
 	}
 	var errs []error
 	list := func(s string, dst *[]string) {
