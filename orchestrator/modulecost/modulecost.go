@@ -41,11 +41,12 @@ const (
 	FullCRSRate = 800
 )
 
-// Tiers are the module's configurations, from nothing inspected to the
-// full CRS; LightTiers are those measured at LightRate.
+// LightTiers are the module's configurations measured at LightRate, from
+// nothing inspected to targeted rules; Tiers adds the full CRS, measured at
+// FullCRSRate.
 var (
-	Tiers      = []string{plan.TierModuleOff, plan.TierHeadersOnly, plan.TierTargeted, plan.TierFullCRS}
 	LightTiers = []string{plan.TierModuleOff, plan.TierHeadersOnly, plan.TierTargeted}
+	Tiers      = append(slices.Clone(LightTiers), plan.TierFullCRS)
 )
 
 // LightPlan is the sweep of the configurations measured at LightRate:
