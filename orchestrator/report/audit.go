@@ -15,8 +15,8 @@ var auditColumns = []string{
 	"Without the audit log", "Knee RPS", "Cores/1k RPS",
 }
 
-// writeAuditSection is the report's "Audit log" section (see
-// writeAuditRows); nothing for a sweep without an audit log.
+// writeAuditSection is the report's "Audit log" section (see auditRows);
+// nothing for a sweep without an audit log.
 func writeAuditSection(b *bytes.Buffer, summary []dataset.KneeRow, flavors []string) {
 	if !slices.ContainsFunc(summary, audited) {
 		return
@@ -28,7 +28,9 @@ func writeAuditSection(b *bytes.Buffer, summary []dataset.KneeRow, flavors []str
 		"For a sweep run with --audit-log, run the same plan without it and set the two side by side with " +
 		"`wafsweep compare`.\n\n")
 	writeTableHeader(b, auditColumns)
-	writeAuditRows(b, summary, flavors)
+	for _, row := range auditRows(summary, flavors) {
+		writeTableRow(b, row)
+	}
 	b.WriteString("\n")
 }
 
@@ -42,26 +44,22 @@ func auditTable(dir string, datasets []string) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		var rows bytes.Buffer
 		summary := sortedSummary(sw)
-		writeAuditRows(&rows, summary, flavorOrder(sw.Steps, summary))
-		for _, line := range bytes.SplitAfter(rows.Bytes(), []byte("\n")) {
-			if len(line) > 0 {
-				b.WriteString("| `" + shownPath(d) + "` ")
-				b.Write(line)
-			}
+		for _, row := range auditRows(summary, flavorOrder(sw.Steps, summary)) {
+			writeTableRow(&b, append([]string{"`" + shownPath(d) + "`"}, row...))
 		}
 	}
 	return b.Bytes(), nil
 }
 
-// writeAuditRows sets each configuration that wrote an audit log beside
-// the same flavor and shape without one, when the summary has it: what the
-// audit log costs in rate, CPU and bytes.
-func writeAuditRows(b *bytes.Buffer, summary []dataset.KneeRow, flavors []string) {
-	rows := filter(summary, audited)
-	sortByConfig(rows, flavors)
-	for _, k := range rows {
+// auditRows are the cells of auditColumns: each configuration that wrote
+// an audit log beside the same flavor and shape without one, when the
+// summary has it; what the audit log costs in rate, CPU and bytes.
+func auditRows(summary []dataset.KneeRow, flavors []string) [][]string {
+	logged := filter(summary, audited)
+	sortByConfig(logged, flavors)
+	var rows [][]string
+	for _, k := range logged {
 		cells := []string{"`" + k.ConfigID + "`", kneeText(k), fmtNum(k.CoresPer1kAtKnee, 3),
 			fmtNum(k.AuditBytesPerReqAtKnee, 0), fmtNum(k.ProxyDiskWriteBytesPerSAtKnee/1e6, 2)}
 		if twin, ok := unaudited(summary, k); ok {
@@ -69,8 +67,9 @@ func writeAuditRows(b *bytes.Buffer, summary []dataset.KneeRow, flavors []string
 		} else {
 			cells = append(cells, "not in this sweep", "", "")
 		}
-		writeTableRow(b, cells)
+		rows = append(rows, cells)
 	}
+	return rows
 }
 
 func audited(k dataset.KneeRow) bool { return !math.IsNaN(k.AuditBytesPerReqAtKnee) }

@@ -41,7 +41,7 @@ func (c *configRun) run(ctx context.Context) (err error) {
 		if c.deployed != nil {
 			err = errors.Join(err, c.deployed.Teardown())
 		}
-		if log := c.auditLog(c.runDir()); log != "" {
+		if log := c.auditLog(); log != "" {
 			err = errors.Join(err, keepAuditSample(log))
 		}
 		// What the configuration ran with stays, without the machine's
@@ -122,13 +122,13 @@ func (c *configRun) deploy(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	wafJSON, err := c.wafConfig(dir)
+	wafJSON, err := c.wafConfig()
 	if err != nil {
 		return err
 	}
 	c.progress.note(fmt.Sprintf("deploying %s (round %d)", c.cfg.ID(), c.round))
 	c.deployed, err = c.opts.Target.Deploy(ctx, target.Deployment{Config: c.cfg, WAFConfigJSON: wafJSON, RunDir: dir,
-		AuditLog: c.auditLog(dir)})
+		AuditLog: c.auditLog()})
 	if err != nil {
 		return fmt.Errorf("deploying %s: %w", c.cfg.ID(), err)
 	}
@@ -195,7 +195,7 @@ func (c *configRun) measureIdle(ctx context.Context) (float64, error) {
 }
 
 // wafConfig is the corazawaf filter_config of the configuration's tier.
-func (c *configRun) wafConfig(runDir string) (string, error) {
+func (c *configRun) wafConfig() (string, error) {
 	if !plan.HasWAF(c.cfg.Flavor) {
 		return "", nil
 	}
@@ -207,7 +207,7 @@ func (c *configRun) wafConfig(runDir string) (string, error) {
 		return "", fmt.Errorf("tier %s: %w", c.cfg.Tier, err)
 	}
 	cfg := map[string]any{"directives": []string{"Include " + tierFile}}
-	if log := c.auditLog(runDir); log != "" {
+	if log := c.auditLog(); log != "" {
 		cfg["audit_log"] = log
 		cfg["audit_engine"] = "On" // every transaction, not only the relevant ones
 	}
@@ -251,9 +251,9 @@ func keepAuditSample(log string) error {
 
 // auditLog is where the configuration writes its audit log, "" when it
 // writes none (see plan.Plan.Audits).
-func (c *configRun) auditLog(runDir string) string {
+func (c *configRun) auditLog() string {
 	if !c.opts.Plan.Audits(c.cfg) {
 		return ""
 	}
-	return filepath.Join(runDir, "audit.log")
+	return filepath.Join(c.runDir(), "audit.log")
 }
