@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -242,17 +243,40 @@ func TestStepWriterReencodesOlderFormatting(t *testing.T) {
 // (audit_bytes_per_req, proxy_disk_write_bytes_per_s) wrote it.
 func withoutAddedColumns(t *testing.T, rows ...StepRow) []byte {
 	t.Helper()
-	const added = 2
+	kept := slices.IndexFunc(stepSchema, func(c column[StepRow]) bool { return c.added })
+	if kept < 0 {
+		t.Fatal("steps.csv has no added column")
+	}
 	var b bytes.Buffer
-	header := StepsHeader()
-	line, _ := csvLine(header[:len(header)-added])
+	line, _ := csvLine(StepsHeader()[:kept])
 	b.Write(line)
 	for _, r := range rows {
-		rec := stepSchema.encode(&r)
-		line, _ := csvLine(rec[:len(rec)-added])
+		line, _ := csvLine(stepSchema.encode(&r)[:kept])
 		b.Write(line)
 	}
 	return b.Bytes()
+}
+
+// A file of an older wafsweep ends before the added columns, so they must
+// all come after every other column.
+func TestAddedColumnsComeLast(t *testing.T) {
+	check := func(name string, added []bool) {
+		for i := 1; i < len(added); i++ {
+			if added[i-1] && !added[i] {
+				t.Errorf("%s: column %d is not added but follows an added one", name, i+1)
+			}
+		}
+	}
+	check("steps.csv", addedFlags(stepSchema))
+	check("knees.csv", addedFlags(kneeSchema))
+}
+
+func addedFlags[T any](s schema[T]) []bool {
+	flags := make([]bool, len(s))
+	for i, c := range s {
+		flags[i] = c.added
+	}
+	return flags
 }
 
 // Committed sweeps predate the added columns: they read whole, the added

@@ -303,6 +303,17 @@ func WrittenBytes(pid int) (int64, error) {
 	return parseIOWriteBytes(b)
 }
 
+// StorageCounted reports whether writes to files under dir reach
+// WrittenBytes: false on a file system in memory (tmpfs, ramfs), whose
+// pages never go to a storage layer.
+func StorageCounted(dir string) (bool, error) {
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err != nil {
+		return false, fmt.Errorf("procstat: %w", err)
+	}
+	return fs.Type != unix.TMPFS_MAGIC && fs.Type != unix.RAMFS_MAGIC, nil
+}
+
 func parseIOWriteBytes(io []byte) (int64, error) {
 	for line := range strings.Lines(string(io)) {
 		if v, ok := strings.CutPrefix(line, "write_bytes:"); ok {

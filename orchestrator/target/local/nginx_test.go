@@ -13,14 +13,13 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
 	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
 	"github.com/wafsweep/wafsweep/orchestrator/nginxconfig"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
 	"github.com/wafsweep/wafsweep/orchestrator/precheck"
+	"github.com/wafsweep/wafsweep/orchestrator/procstat"
 	"github.com/wafsweep/wafsweep/orchestrator/sweep"
 	"github.com/wafsweep/wafsweep/orchestrator/target"
 	"github.com/wafsweep/wafsweep/orchestrator/target/local"
@@ -237,7 +236,10 @@ func TestSweepsRecordTheAuditLog(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			inMemory := inMemoryFS(t, out)
+			counted, err := procstat.StorageCounted(out)
+			if err != nil {
+				t.Fatal(err)
+			}
 			for _, r := range steps {
 				t.Logf("%d rps: %.0f audit bytes per request, %.0f bytes/s written to storage", r.TargetRPS, r.AuditBytesPerReq, r.ProxyDiskWriteBytesPerS)
 				// A JSON record of a GET with its headers is over a kilobyte.
@@ -245,7 +247,7 @@ func TestSweepsRecordTheAuditLog(t *testing.T) {
 					t.Errorf("%d rps: %v audit bytes per request", r.TargetRPS, r.AuditBytesPerReq)
 				}
 				logged := r.AuditBytesPerReq * float64(r.Completed) / r.WindowS
-				if !inMemory && !(r.ProxyDiskWriteBytesPerS >= logged/2) {
+				if counted && !(r.ProxyDiskWriteBytesPerS >= logged/2) {
 					t.Errorf("%d rps: the proxy wrote %v bytes/s to storage, its audit log grew by %.0f", r.TargetRPS, r.ProxyDiskWriteBytesPerS, logged)
 				}
 			}
@@ -325,17 +327,6 @@ func sweepAtLowRate(t *testing.T, flavor string, auditLog bool) string {
 		}
 	}
 	return out
-}
-
-// inMemoryFS reports whether dir is on a file system without storage
-// behind it, where no write reaches the storage layer's count.
-func inMemoryFS(t *testing.T, dir string) bool {
-	t.Helper()
-	var fs unix.Statfs_t
-	if err := unix.Statfs(dir, &fs); err != nil {
-		t.Fatal(err)
-	}
-	return fs.Type == unix.TMPFS_MAGIC || fs.Type == unix.RAMFS_MAGIC
 }
 
 // A plan with the flavor fails before anything starts when nginx or the
