@@ -65,7 +65,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	s.bodyBytes.Add(n)
 	// net/http builds a fresh Header map per request and never reuses it,
 	// so keeping the reference (not a copy) is safe and saves an allocation.
-	s.recent.add(RequestRecord{Method: r.Method, Path: r.URL.Path, Host: r.Host, Header: r.Header, BodyBytes: n, BodySHA256: digest})
+	s.recent.add(RequestRecord{Method: r.Method, Path: r.URL.Path, Host: r.Host, Header: r.Header, BodyBytes: n, BodySHA256: digest, Proto: r.Proto})
 	if err != nil {
 		http.Error(w, "backend: read body: "+err.Error(), http.StatusBadRequest)
 		return

@@ -1,4 +1,4 @@
-// Package backend is the fast HTTP/1.1 origin that sweeps and tests put
+// Package backend is the fast HTTP origin that sweeps and tests put
 // behind Envoy. It answers every request with 200 and reports what it
 // received (body length and SHA-256) so tests can check what the proxy
 // forwarded, and it can echo the request body with a chosen Content-Type so
@@ -32,6 +32,7 @@ type RequestRecord struct {
 	Header     http.Header
 	BodyBytes  int64
 	BodySHA256 string
+	Proto      string // "HTTP/1.1" or "HTTP/2.0"
 }
 
 // Server is a running backend. Its methods are safe for concurrent use.
@@ -44,29 +45,66 @@ type Server struct {
 	closeErr  error
 
 	cost      Cost
+	tls       bool
 	requests  atomic.Int64
 	bodyBytes atomic.Int64
 	recent    recentRing
 }
 
+// Options are what a backend does beyond answering HTTP/1.1 in clear.
+type Options struct {
+	// Cost is work done per request (a calibration backend).
+	Cost Cost
+	// HTTP2 also accepts HTTP/2: with prior knowledge in clear (h2c), by
+	// ALPN with TLS. Off, the backend is the HTTP/1.1 origin it always was.
+	HTTP2 bool
+	// CertFile and KeyFile, both or neither, serve TLS (the direct
+	// flavor of a TLS sweep, where the backend is the edge).
+	CertFile, KeyFile string
+}
+
+func (o Options) validate() error {
+	if (o.CertFile == "") != (o.KeyFile == "") {
+		return errors.New("backend: TLS needs both a certificate and a key file")
+	}
+	return o.Cost.Validate()
+}
+
 // Start listens on addr (e.g. "127.0.0.1:0") and serves in the background.
-func Start(addr string) (*Server, error) { return StartWithCost(addr, Cost{}) }
+func Start(addr string) (*Server, error) { return StartWith(addr, Options{}) }
 
 // StartWithCost is Start for a backend that does cost's work per request.
 func StartWithCost(addr string, cost Cost) (*Server, error) {
-	if err := cost.Validate(); err != nil {
+	return StartWith(addr, Options{Cost: cost})
+}
+
+// StartWith is Start with options.
+func StartWith(addr string, o Options) (*Server, error) {
+	if err := o.validate(); err != nil {
 		return nil, err
 	}
 	listener, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("backend: listen on %s: %w", addr, err)
 	}
-	s := &Server{listener: listener, served: make(chan error, 1), cost: cost}
+	s := &Server{listener: listener, served: make(chan error, 1), cost: o.Cost, tls: o.CertFile != ""}
 	s.http = &http.Server{
 		Handler:           http.HandlerFunc(s.handle),
 		ReadHeaderTimeout: 10 * time.Second,
+		Protocols:         new(http.Protocols),
 	}
-	go func() { s.served <- s.http.Serve(listener) }()
+	s.http.Protocols.SetHTTP1(true)
+	if o.HTTP2 {
+		s.http.Protocols.SetHTTP2(s.tls)
+		s.http.Protocols.SetUnencryptedHTTP2(!s.tls)
+	}
+	go func() {
+		if s.tls {
+			s.served <- s.http.ServeTLS(listener, o.CertFile, o.KeyFile)
+			return
+		}
+		s.served <- s.http.Serve(listener)
+	}()
 	return s, nil
 }
 
@@ -76,8 +114,13 @@ func (s *Server) Addr() string { return s.listener.Addr().String() }
 // Port is the listening TCP port.
 func (s *Server) Port() int { return s.listener.Addr().(*net.TCPAddr).Port }
 
-// URL is "http://" + Addr().
-func (s *Server) URL() string { return "http://" + s.Addr() }
+// URL is "http://" + Addr(), or "https://" when it serves TLS.
+func (s *Server) URL() string {
+	if s.tls {
+		return "https://" + s.Addr()
+	}
+	return "http://" + s.Addr()
+}
 
 // Close stops the server at once, dropping open connections. Later calls
 // return the first call's result.

@@ -218,12 +218,23 @@ func (b *syncBuffer) String() string {
 }
 
 func TestRunServesUntilCancelled(t *testing.T) {
+	addr, stop := startRun(t, "--listen", "127.0.0.1:0")
+	resp, err := http.Get("http://" + addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	stop()
+}
+
+// startRun runs the subcommand with args until the returned stop, which
+// checks it exits 0, and returns the address it printed.
+func startRun(t *testing.T, args ...string) (addr string, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var stdout, stderr syncBuffer
 	exit := make(chan int, 1)
-	go func() { exit <- run(ctx, []string{"--listen", "127.0.0.1:0"}, &stdout, &stderr) }()
-
-	var addr string
+	go func() { exit <- run(ctx, args, &stdout, &stderr) }()
 	for deadline := time.Now().Add(5 * time.Second); addr == "" && time.Now().Before(deadline); {
 		if _, err := fmt.Sscanf(stdout.String(), "listening on %s\n", &addr); err != nil {
 			time.Sleep(10 * time.Millisecond)
@@ -233,14 +244,11 @@ func TestRunServesUntilCancelled(t *testing.T) {
 		cancel()
 		t.Fatalf("no address printed; stderr %q", stderr.String())
 	}
-	resp, err := http.Get("http://" + addr + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	cancel()
-	if code := <-exit; code != 0 {
-		t.Errorf("exit code %d, stderr %q", code, stderr.String())
+	return addr, func() {
+		cancel()
+		if code := <-exit; code != 0 {
+			t.Errorf("exit code %d, stderr %q", code, stderr.String())
+		}
 	}
 }
 

@@ -80,7 +80,7 @@ func roundRow(rows []StepRow, res knee.Result) KneeRow {
 	first := rows[0]
 	r := KneeRow{
 		SweepID: first.SweepID, Round: first.Round, ConfigID: first.ConfigID,
-		Flavor: first.Flavor, Tier: first.Tier, Shape: first.Shape,
+		Flavor: first.Flavor, Tier: first.Tier, Shape: first.Shape, Transport: first.Transport,
 		KneeRPS: res.Knee, Censored: censoring(res), BoundRPS: res.Bound, Invalid: res.Invalid, Reasons: res.Reasons,
 		Confirmed: res.Confirmed, LowestFailRPS: res.LowestFail,
 		P50MsAtKnee: math.NaN(), P99MsAtKnee: math.NaN(), CoresPer1kAtKnee: math.NaN(), RSSMBAtKnee: math.NaN(),

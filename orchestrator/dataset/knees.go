@@ -6,7 +6,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
 )
 
 // AllRounds is the Round of a KneeRow that aggregates every round of a
@@ -67,6 +70,8 @@ type KneeRow struct {
 
 	// Spread over rounds; NaN on round rows.
 	KneeMedianRPS, KneeMinRPS, KneeMaxRPS, KneeStddevRPS float64
+	// Transport is how the load reached the proxy (the steps').
+	Transport plan.Transport
 }
 
 // kr shortens the column accessors below.
@@ -93,7 +98,7 @@ func roundCol[T any](name string, field func(*T) *int) column[T] {
 }
 
 // kneeSchema is the one declaration of knees.csv.
-var kneeSchema = schema[KneeRow]{
+var kneeSchema = slices.Concat(schema[KneeRow]{
 	strCol("sweep_id", func(r *kr) *string { return &r.SweepID }),
 	roundCol("round", func(r *kr) *int { return &r.Round }),
 	intCol("rounds", func(r *kr) *int { return &r.Rounds }),
@@ -122,7 +127,7 @@ var kneeSchema = schema[KneeRow]{
 	floatCol("rss_mb_at_knee", func(r *kr) *float64 { return &r.RSSMBAtKnee }),
 	added(floatCol("audit_bytes_per_req_at_knee", func(r *kr) *float64 { return &r.AuditBytesPerReqAtKnee })),
 	added(floatCol("proxy_disk_write_bytes_per_s_at_knee", func(r *kr) *float64 { return &r.ProxyDiskWriteBytesPerSAtKnee })),
-}
+}, transportCols(func(r *kr) *plan.Transport { return &r.Transport }))
 
 // KneesHeader is the header of knees.csv, in column order.
 func KneesHeader() []string { return kneeSchema.header() }

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
 )
 
 func TestKneesHeaderIsTheDeclaredSchema(t *testing.T) {
@@ -16,7 +18,7 @@ func TestKneesHeaderIsTheDeclaredSchema(t *testing.T) {
 		"p50_ms_at_knee", "p99_ms_at_knee", "cores_per_1k_at_knee", "rss_peak_mb",
 		"knee_vs_envoy", "added_p99_ms_vs_envoy",
 		"knee_median_rps", "knee_min_rps", "knee_max_rps", "knee_stddev_rps", "rss_mb_at_knee",
-		"audit_bytes_per_req_at_knee", "proxy_disk_write_bytes_per_s_at_knee",
+		"audit_bytes_per_req_at_knee", "proxy_disk_write_bytes_per_s_at_knee", "protocol", "tls",
 	}
 	if got := KneesHeader(); !reflect.DeepEqual(got, want) {
 		t.Errorf("KneesHeader() = %v\nwant %v", got, want)
@@ -31,6 +33,7 @@ func kneeRow(round int) KneeRow {
 		KneeVsEnvoy: 0.5, AddedP99MsVsEnvoy: 1.25,
 		KneeMedianRPS: 3500, KneeMinRPS: 3000, KneeMaxRPS: 4000, KneeStddevRPS: 500, RSSMBAtKnee: 140,
 		AuditBytesPerReqAtKnee: 2150, ProxyDiskWriteBytesPerSAtKnee: 4_300_000,
+		Transport: plan.Transport{Protocol: plan.ProtocolH2},
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
 )
 
 // column binds a CSV column name to a field of row type T. Each schema is one
@@ -169,6 +171,38 @@ func boolCol[T any](name string, field func(*T) *bool) column[T] {
 			*field(r), err = strconv.ParseBool(v)
 			return err
 		},
+	}
+}
+
+// transportCols are the two columns of a plan.Transport: protocol (h1,
+// h2) and tls. They were added after every sweep before them measured
+// HTTP/1.1 in clear, so their empty cells read as that, a fact rather
+// than a guess.
+func transportCols[T any](field func(*T) *plan.Transport) []column[T] {
+	return []column[T]{
+		added(column[T]{
+			name: "protocol",
+			get:  func(r *T) string { return field(r).Protocol },
+			set: func(r *T, v string) error {
+				if v == "" {
+					v = plan.ProtocolH1
+				}
+				field(r).Protocol = v
+				return nil
+			},
+		}),
+		added(column[T]{
+			name: "tls",
+			get:  func(r *T) string { return strconv.FormatBool(field(r).TLS) },
+			set: func(r *T, v string) (err error) {
+				if v == "" {
+					field(r).TLS = false
+					return nil
+				}
+				field(r).TLS, err = strconv.ParseBool(v)
+				return err
+			},
+		}),
 	}
 }
 

@@ -30,11 +30,13 @@ type SLOKneeRow struct {
 	// same rate in the same round (see KindBaseline).
 	AddedP99MsVsEnvoy      float64
 	KneeMinRPS, KneeMaxRPS float64 // over rounds, on aggregate rows
+	// Transport is how the load reached the proxy (the steps').
+	Transport plan.Transport
 }
 
 type skr = SLOKneeRow
 
-var sloKneeSchema = schema[SLOKneeRow]{
+var sloKneeSchema = slices.Concat(schema[SLOKneeRow]{
 	strCol("sweep_id", func(r *skr) *string { return &r.SweepID }),
 	roundCol("round", func(r *skr) *int { return &r.Round }),
 	intCol("rounds", func(r *skr) *int { return &r.Rounds }),
@@ -51,7 +53,7 @@ var sloKneeSchema = schema[SLOKneeRow]{
 	floatCol("added_p99_ms_vs_envoy", func(r *skr) *float64 { return &r.AddedP99MsVsEnvoy }),
 	floatCol("knee_min_rps", func(r *skr) *float64 { return &r.KneeMinRPS }),
 	floatCol("knee_max_rps", func(r *skr) *float64 { return &r.KneeMaxRPS }),
-}
+}, transportCols(func(r *skr) *plan.Transport { return &r.Transport }))
 
 // BuildSLOKnees derives slo_knees.csv from steps.csv, replaying every
 // (round, config)'s capacity search and then its SLO searches exactly as
@@ -90,7 +92,7 @@ func BuildSLOKnees(steps []StepRow, ladder []int, opts knee.Options, slos []floa
 func sloRoundRow(rows []StepRow, res SLOResult) SLOKneeRow {
 	first := rows[0]
 	out := SLOKneeRow{SweepID: first.SweepID, Round: first.Round, Rounds: 1, ConfigID: first.ConfigID,
-		Flavor: first.Flavor, Tier: first.Tier, Shape: first.Shape, SLOMs: res.SLOMs, KneeRPS: res.KneeRPS, Status: res.Status,
+		Flavor: first.Flavor, Tier: first.Tier, Shape: first.Shape, Transport: first.Transport, SLOMs: res.SLOMs, KneeRPS: res.KneeRPS, Status: res.Status,
 		P99Ms: math.NaN(), CoresPer1k: math.NaN(), RSSMB: math.NaN(), AddedP99MsVsEnvoy: math.NaN(),
 		KneeMinRPS: math.NaN(), KneeMaxRPS: math.NaN()}
 	if res.KneeRPS == 0 {

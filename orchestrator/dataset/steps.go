@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/wafsweep/wafsweep/orchestrator/knee"
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
 )
 
 // Verdicts of a step.
@@ -118,6 +120,8 @@ type StepRow struct {
 	// storage per second of the window (target.Usage.ProxyWrittenBytes;
 	// NaN where it cannot be read, 0 on a file system in memory).
 	ProxyDiskWriteBytesPerS float64
+	// Transport is how the load reached the proxy (the plan's).
+	Transport plan.Transport
 }
 
 // IsCapacity reports a step of the capacity knee's search.
@@ -164,7 +168,7 @@ func (k stepKey) String() string {
 type sr = StepRow
 
 // stepSchema is the one declaration of steps.csv.
-var stepSchema = schema[StepRow]{
+var stepSchema = slices.Concat(schema[StepRow]{
 	strCol("sweep_id", func(r *sr) *string { return &r.SweepID }),
 	intCol("round", func(r *sr) *int { return &r.Round }),
 	strCol("config_id", func(r *sr) *string { return &r.ConfigID }),
@@ -217,7 +221,7 @@ var stepSchema = schema[StepRow]{
 	strCol("raw_file", func(r *sr) *string { return &r.RawFile }),
 	added(floatCol("audit_bytes_per_req", func(r *sr) *float64 { return &r.AuditBytesPerReq })),
 	added(floatCol("proxy_disk_write_bytes_per_s", func(r *sr) *float64 { return &r.ProxyDiskWriteBytesPerS })),
-}
+}, transportCols(func(r *sr) *plan.Transport { return &r.Transport }))
 
 // StepsHeader is the header of steps.csv, in column order.
 func StepsHeader() []string { return stepSchema.header() }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
 )
 
 func TestStepsHeaderIsTheDeclaredSchema(t *testing.T) {
@@ -21,7 +23,7 @@ func TestStepsHeaderIsTheDeclaredSchema(t *testing.T) {
 		"p50_raw_ms", "p99_raw_ms", "loadgen_lateness_p99_ms", "unsent", "proxy_completed",
 		"proxy_cpu_s", "proxy_idle_cpu_s_per_s", "cores_per_1k", "backend_cpu_s", "proxy_throttled_s", "cpu_steal_s", "proxy_rss_peak_mb",
 		"proxy_rss_lifetime_peak_mb", "loadgen_cpu_s", "loadgen_cpu_fraction", "loadgen_run_delay_s", "proxy_restarted",
-		"verdict", "reasons", "raw_file", "audit_bytes_per_req", "proxy_disk_write_bytes_per_s",
+		"verdict", "reasons", "raw_file", "audit_bytes_per_req", "proxy_disk_write_bytes_per_s", "protocol", "tls",
 	}
 	if got := StepsHeader(); !reflect.DeepEqual(got, want) {
 		t.Errorf("StepsHeader() = %v\nwant %v", got, want)
@@ -50,6 +52,7 @@ func fullRow(round int, configID string, seq int) StepRow {
 		Verdict: VerdictInvalid, Reasons: []string{"loadgen cpu 0.75 > 0.70", "proxy restarted"},
 		RawFile:          "raw/r0/waf/full-crs/json_1k/002.json.gz",
 		AuditBytesPerReq: 2150.5, ProxyDiskWriteBytesPerS: 5_365_000,
+		Transport: plan.Transport{Protocol: plan.ProtocolH2, TLS: true},
 	}
 }
 
@@ -188,9 +191,9 @@ func TestReadStepsErrors(t *testing.T) {
 		want string
 	}{
 		{"renamed column", strings.Replace(header, "target_rps", "rps", 1) + "\n", `line 1: header column 12 is "rps", want "target_rps"`},
-		{"missing column", strings.TrimSuffix(header, ",raw_file,audit_bytes_per_req,proxy_disk_write_bytes_per_s") + "\n", `line 1: header ends before column 50 "raw_file"`},
+		{"missing column", strings.TrimSuffix(header, ",raw_file,audit_bytes_per_req,proxy_disk_write_bytes_per_s,protocol,tls") + "\n", `line 1: header ends before column 50 "raw_file"`},
 		{"bad number", good.String() + strings.Replace(string(line), ",2500,", ",fast,", 1), "line 3: column target_rps"},
-		{"short row", good.String() + "sw-1,0,c\n", "line 3: 3 fields, want 52"},
+		{"short row", good.String() + "sw-1,0,c\n", "line 3: 3 fields, want 54"},
 		{"duplicate", good.String() + string(line), "line 3: duplicate step (round 0, config c, seq 0), first on line 2"},
 	}
 	for _, tt := range tests {
@@ -269,6 +272,7 @@ func TestAddedColumnsComeLast(t *testing.T) {
 	}
 	check("steps.csv", addedFlags(stepSchema))
 	check("knees.csv", addedFlags(kneeSchema))
+	check("slo_knees.csv", addedFlags(sloKneeSchema))
 }
 
 func addedFlags[T any](s schema[T]) []bool {
@@ -290,6 +294,9 @@ func TestStepsWithoutTheAddedColumnsRead(t *testing.T) {
 	}
 	if len(rows) != 2 || !math.IsNaN(rows[1].AuditBytesPerReq) || !math.IsNaN(rows[1].ProxyDiskWriteBytesPerS) {
 		t.Fatalf("rows %+v: want 2, added figures NaN", rows)
+	}
+	if h1 := (plan.Transport{Protocol: plan.ProtocolH1}); rows[1].Transport != h1 {
+		t.Errorf("transport %+v, want %+v: every sweep before the columns was HTTP/1.1 in clear", rows[1].Transport, h1)
 	}
 	if want := fullRow(0, "c", 1); rows[1].RawFile != want.RawFile || rows[1].P99Ms != want.P99Ms {
 		t.Errorf("row %+v, want the file's figures", rows[1])

@@ -12,6 +12,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -65,15 +66,44 @@ func buildListener(opts Options) (*listenerv3.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("envoyconfig: wrap http_connection_manager: %w", err)
 	}
-	return &listenerv3.Listener{
-		Name:    ListenerName,
-		Address: socketAddress(opts.ListenPort),
-		FilterChains: []*listenerv3.FilterChain{{
-			Filters: []*listenerv3.Filter{{
-				Name:       "envoy.filters.network.http_connection_manager",
-				ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: hcmAny},
-			}},
+	chain := &listenerv3.FilterChain{
+		Filters: []*listenerv3.Filter{{
+			Name:       "envoy.filters.network.http_connection_manager",
+			ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: hcmAny},
 		}},
+	}
+	if opts.TLS != nil {
+		if chain.TransportSocket, err = buildDownstreamTLS(*opts.TLS); err != nil {
+			return nil, err
+		}
+	}
+	return &listenerv3.Listener{
+		Name:         ListenerName,
+		Address:      socketAddress(opts.ListenPort),
+		FilterChains: []*listenerv3.FilterChain{chain},
+	}, nil
+}
+
+// buildDownstreamTLS terminates TLS with Envoy's defaults (TLS 1.2 and
+// 1.3, its default ciphers and curves), offering h2 and http/1.1 by ALPN:
+// the codec (AUTO) follows what the client picked.
+func buildDownstreamTLS(files TLSFiles) (*corev3.TransportSocket, error) {
+	ctx := &tlsv3.DownstreamTlsContext{
+		CommonTlsContext: &tlsv3.CommonTlsContext{
+			AlpnProtocols: []string{"h2", "http/1.1"},
+			TlsCertificates: []*tlsv3.TlsCertificate{{
+				CertificateChain: &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: files.CertChain}},
+				PrivateKey:       &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: files.PrivateKey}},
+			}},
+		},
+	}
+	ctxAny, err := toAny(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("envoyconfig: wrap the TLS context: %w", err)
+	}
+	return &corev3.TransportSocket{
+		Name:       "envoy.transport_sockets.tls",
+		ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: ctxAny},
 	}, nil
 }
 

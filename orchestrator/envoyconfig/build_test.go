@@ -1,6 +1,7 @@
 package envoyconfig
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	filelogv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
 	dmfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/dynamic_modules/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -207,6 +209,27 @@ func TestOptionalSettingsAreApplied(t *testing.T) {
 	}
 }
 
+// A TLS listener offers h2 and http/1.1 by ALPN and reads the files it
+// was given; a clear one has no transport socket.
+func TestTLSListener(t *testing.T) {
+	o := baseOptions()
+	o.TLS = &TLSFiles{CertChain: "/run/server.pem", PrivateKey: "/run/server-key.pem"}
+	chain := mustBuild(t, o).GetStaticResources().GetListeners()[0].GetFilterChains()[0]
+	ctx := &tlsv3.DownstreamTlsContext{}
+	if err := chain.GetTransportSocket().GetTypedConfig().UnmarshalTo(ctx); err != nil {
+		t.Fatal(err)
+	}
+	common := ctx.GetCommonTlsContext()
+	cert := common.GetTlsCertificates()[0]
+	if !slices.Equal(common.GetAlpnProtocols(), []string{"h2", "http/1.1"}) ||
+		cert.GetCertificateChain().GetFilename() != o.TLS.CertChain || cert.GetPrivateKey().GetFilename() != o.TLS.PrivateKey {
+		t.Errorf("TLS context %v", ctx)
+	}
+	if clear := mustBuild(t, baseOptions()).GetStaticResources().GetListeners()[0].GetFilterChains()[0]; clear.GetTransportSocket() != nil {
+		t.Errorf("a clear listener has transport socket %v", clear.GetTransportSocket())
+	}
+}
+
 func TestInvalidOptions(t *testing.T) {
 	bad := "{not json"
 	ok := "{}"
@@ -230,6 +253,7 @@ func TestInvalidOptions(t *testing.T) {
 		{"prefix without slash", func(o *Options) { o.Routes = []Route{{Prefix: "api"}} }, "must start with /"},
 		{"shadowed route", func(o *Options) { o.Routes = []Route{{Prefix: "/"}, {Prefix: "/api"}} }, "shadowed by route 0"},
 		{"negative timeout", func(o *Options) { o.RouteTimeout = -time.Second }, "must not be negative"},
+		{"relative TLS files", func(o *Options) { o.TLS = &TLSFiles{CertChain: "server.pem", PrivateKey: "/k.pem"} }, "must both be absolute"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

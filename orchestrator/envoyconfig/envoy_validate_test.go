@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
+	"github.com/wafsweep/wafsweep/orchestrator/tlscert"
 )
 
 // envoyBinary returns the real Envoy or skips the test, saying why.
@@ -64,6 +65,12 @@ func TestEnvoyAcceptsBootstraps(t *testing.T) {
 	full.AccessLogPath = filepath.Join(t.TempDir(), "access.log")
 	full.StreamIdleTimeout, full.RouteTimeout = time.Minute, 30*time.Second
 	full.Routes = []Route{{Prefix: "/static", PerRouteWAF: &perRoute}, {Prefix: "/"}}
+	certs, err := tlscert.Generate(t.TempDir(), tlscert.Loopback("wafsweep.test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withTLS := withWAF(baseOptions())
+	withTLS.TLS = &TLSFiles{CertChain: certs.Cert, PrivateKey: certs.Key}
 
 	tests := []struct {
 		name string
@@ -72,6 +79,7 @@ func TestEnvoyAcceptsBootstraps(t *testing.T) {
 		{"vanilla", baseOptions()},
 		{"waf", withWAF(baseOptions())},
 		{"waf with per-route config, access log and timeouts", withWAF(full)},
+		{"waf terminating TLS", withTLS},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

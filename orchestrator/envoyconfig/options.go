@@ -65,6 +65,15 @@ type Options struct {
 	// "CONNECT"): the upgrades Envoy forwards. Empty: Envoy answers every
 	// upgrade request 403 before any HTTP filter runs.
 	UpgradeTypes []string
+	// TLS makes the listener terminate TLS (ALPN h2 and http/1.1, the
+	// client's pick); nil listens in clear.
+	TLS *TLSFiles
+}
+
+// TLSFiles are the listener's certificate chain and key, PEM, as paths
+// the Envoy process reads (inside its container on a cluster).
+type TLSFiles struct {
+	CertChain, PrivateKey string
 }
 
 // WAFFilter configures the Coraza dynamic module.
@@ -122,6 +131,10 @@ func (o Options) validate() error {
 	errs = append(errs, validateRoutes(o.Routes, o.WAF != nil))
 	if o.WAF != nil {
 		errs = append(errs, o.WAF.validate())
+	}
+	if o.TLS != nil && (!filepath.IsAbs(o.TLS.CertChain) || !filepath.IsAbs(o.TLS.PrivateKey)) {
+		// Envoy would resolve them against its own working directory.
+		errs = append(errs, fmt.Errorf("TLS files %q and %q must both be absolute paths", o.TLS.CertChain, o.TLS.PrivateKey))
 	}
 	if o.StreamIdleTimeout < 0 || o.RouteTimeout < 0 {
 		errs = append(errs, errors.New("timeouts must not be negative"))

@@ -3,11 +3,15 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"strings"
 	"time"
 )
 
@@ -28,24 +32,81 @@ func Probe(ctx context.Context, spec Spec) (status int, body []byte, headers htt
 	if err != nil {
 		return 0, nil, nil, err
 	}
+	transport, err := probeTransport(spec)
+	if err != nil {
+		return 0, nil, nil, err
+	}
 	client := &http.Client{
-		Timeout: spec.RequestTimeout,
-		// One-shot: no proxy, and no idle connection left behind in the
-		// proxy's connection stats.
-		Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
+		Timeout:   spec.RequestTimeout,
+		Transport: transport,
 		// A redirect is an answer worth seeing, not following.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, nil, nil, fmt.Errorf("loadgen: probe %s: %w", spec.URL, err)
+		return 0, nil, nil, fmt.Errorf("loadgen: probe %s over %s: %w", spec.URL, protocolName(spec.HTTP2), err)
 	}
 	defer resp.Body.Close()
+	if want := protoMajor(spec.HTTP2); resp.ProtoMajor != want {
+		return 0, nil, nil, fmt.Errorf("loadgen: probe %s: the answer came over %s, want HTTP/%d", spec.URL, resp.Proto, want)
+	}
 	body, err = io.ReadAll(io.LimitReader(resp.Body, maxProbeBody))
 	if err != nil {
 		return resp.StatusCode, nil, resp.Header, fmt.Errorf("loadgen: probe %s: read body: %w", spec.URL, err)
 	}
 	return resp.StatusCode, body, resp.Header, nil
+}
+
+// probeTransport speaks exactly the spec's protocol, with no fallback: a
+// target that cannot speak it fails the probe instead of being measured
+// over another protocol. One-shot: no proxy, and no idle connection left
+// behind in the proxy's connection stats.
+func probeTransport(spec Spec) (*http.Transport, error) {
+	t := &http.Transport{Proxy: nil, DisableKeepAlives: true, Protocols: new(http.Protocols)}
+	overTLS := strings.HasPrefix(spec.URL, "https:")
+	switch {
+	case !spec.HTTP2:
+		t.Protocols.SetHTTP1(true)
+	case overTLS:
+		t.Protocols.SetHTTP2(true)
+	default:
+		t.Protocols.SetUnencryptedHTTP2(true)
+	}
+	if overTLS {
+		cfg, err := clientTLS(spec.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		t.TLSClientConfig = cfg
+	}
+	return t, nil
+}
+
+// clientTLS trusts caFile alone.
+func clientTLS(caFile string) (*tls.Config, error) {
+	pemData, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: CA file: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pemData) {
+		return nil, fmt.Errorf("loadgen: CA file %s holds no PEM certificate", caFile)
+	}
+	return &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}, nil
+}
+
+func protoMajor(http2 bool) int {
+	if http2 {
+		return 2
+	}
+	return 1
+}
+
+func protocolName(http2 bool) string {
+	if http2 {
+		return "HTTP/2"
+	}
+	return "HTTP/1.1"
 }
 
 func newRequest(ctx context.Context, spec Spec) (*http.Request, error) {

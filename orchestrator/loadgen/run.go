@@ -227,6 +227,13 @@ func fortioOptions(spec Spec) (*fhttp.HTTPRunnerOptions, error) {
 			// at once raise a WAF's heap by 20 MB). One at a time costs
 			// the same proxy CPU and keeps the offered load constant.
 			SequentialWarmup: true,
+			// HTTP/2 needs Fortio's standard client: its own client
+			// speaks HTTP/1.x only. Each connection (Fortio thread) has
+			// its own client, so each still holds one connection with
+			// one request in flight.
+			H2:                spec.HTTP2,
+			DisableFastClient: spec.HTTP2,
+			TLSOptions:        fhttp.TLSOptions{CACert: spec.CAFile},
 		},
 		// The target was checked with a dial; a WAF answering 403 to the
 		// warm-up is a result to record, not a reason to abort.

@@ -1,5 +1,5 @@
-// Package loadgen drives constant-throughput HTTP/1.1 load with Fortio as a
-// library and reports what a sweep step needs: what completed inside the
+// Package loadgen drives constant-throughput HTTP load (HTTP/1.1 or
+// HTTP/2, in clear or over TLS) with Fortio as a library and reports what a sweep step needs: what completed inside the
 // measured window against what was scheduled there (the capacity signal),
 // status codes, socket use, raw latency and latency corrected for
 // coordinated omission (see Window), and the load generator's own CPU.
@@ -31,7 +31,7 @@ const (
 
 // Spec describes one load step.
 type Spec struct {
-	URL         string // http://127.0.0.1:PORT/path
+	URL         string // http://127.0.0.1:PORT/path, or https:// with CAFile
 	Host        string // Host header; default DefaultHost; never an IP
 	Method      string // default GET, or POST when Body is set
 	ContentType string
@@ -54,6 +54,24 @@ type Spec struct {
 	NoCatchUp bool
 	// RequestTimeout bounds each request; default DefaultRequestTimeout.
 	RequestTimeout time.Duration
+	// HTTP2 speaks HTTP/2: with prior knowledge (h2c) to an http:// URL,
+	// negotiated by ALPN (and required) to an https:// one. Fortio then
+	// uses its standard client (net/http) instead of its own HTTP/1.1
+	// client, which costs the load generator more CPU per request.
+	HTTP2 bool
+	// CAFile is the PEM CA an https:// URL's certificate must chain to:
+	// the load generator always verifies the proxy it measures.
+	CAFile string
+}
+
+// Client names the Fortio client a spec runs with, for the metadata:
+// "fortio-fast" (Fortio's own HTTP/1.1 client) or "fortio-std-h2"
+// (net/http with golang.org/x/net/http2).
+func (s Spec) Client() string {
+	if s.HTTP2 {
+		return "fortio-std-h2"
+	}
+	return "fortio-fast"
 }
 
 // Edge names the two edges of the measured window.
@@ -99,7 +117,7 @@ func (s Spec) normalized() (Spec, error) {
 }
 
 func (s Spec) validate() error {
-	errs := []error{validateURL(s.URL), validateHost(s.Host), validateHeaders(s.Headers)}
+	errs := []error{validateURL(s.URL, s.CAFile), validateHost(s.Host), validateHeaders(s.Headers)}
 	if s.QPS <= 0 || math.IsInf(s.QPS, 0) || math.IsNaN(s.QPS) {
 		errs = append(errs, fmt.Errorf("QPS %v must be a positive number", s.QPS))
 	}
@@ -124,13 +142,18 @@ func (s Spec) validate() error {
 	return errors.Join(errs...)
 }
 
-func validateURL(raw string) error {
+func validateURL(raw, caFile string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return fmt.Errorf("URL %q: %w", raw, err)
 	}
-	if u.Scheme != "http" || u.Host == "" {
-		return fmt.Errorf("URL %q must be http://host:port/... (the load client speaks HTTP/1.1 in clear)", raw)
+	switch {
+	case u.Host == "" || u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("URL %q must be http://host:port/... or https://host:port/...", raw)
+	case u.Scheme == "https" && caFile == "":
+		return fmt.Errorf("URL %q is https: name the CA its certificate chains to (CAFile); the load generator does not skip verification", raw)
+	case u.Scheme == "http" && caFile != "":
+		return fmt.Errorf("URL %q is http but a CA file is set: use https:// to measure TLS", raw)
 	}
 	return nil
 }

@@ -55,8 +55,15 @@ type Options struct {
 	// starts as root (nginx otherwise switches them to "nobody", who could
 	// not write into RunDir). Empty omits the directive; Group defaults to
 	// the group named like User.
-	User, Group       string
-	ErrorLogLevel     string
+	User, Group   string
+	ErrorLogLevel string
+	// HTTP2 makes the listener speak HTTP/2: prior knowledge in clear
+	// (nginx then refuses HTTP/1.1 there), ALPN over TLS. The backend is
+	// spoken to over HTTP/1.1 either way.
+	HTTP2 bool
+	// CertFile and KeyFile, both or neither, make the listener terminate
+	// TLS (1.2 and 1.3, as Envoy's defaults).
+	CertFile, KeyFile string
 	MaxBodyBytes      int64
 	BodyBufferBytes   int64
 	WorkerConnections int
@@ -112,7 +119,11 @@ func (o Options) validate() error {
 	if !filepath.IsAbs(o.RunDir) {
 		errs = append(errs, fmt.Errorf("RunDir %q must be an absolute path (nginx resolves relative ones against its prefix)", o.RunDir))
 	}
-	for name, p := range map[string]string{"ModulePath": o.ModulePath, "RulesFile": o.RulesFile, "RunDir": o.RunDir, "User": o.User, "Group": o.Group} {
+	if (o.CertFile == "") != (o.KeyFile == "") {
+		errs = append(errs, errors.New("TLS needs both CertFile and KeyFile"))
+	}
+	for name, p := range map[string]string{"ModulePath": o.ModulePath, "RulesFile": o.RulesFile, "RunDir": o.RunDir, "User": o.User, "Group": o.Group,
+		"CertFile": o.CertFile, "KeyFile": o.KeyFile} {
 		if strings.ContainsAny(p, " \t\n;{}\"'$#") {
 			errs = append(errs, fmt.Errorf("%s %q holds characters nginx.conf would need quoted", name, p))
 		}
@@ -200,6 +211,10 @@ func Write(path string, o Options) error {
 //     Envoy's listeners do by default.
 //   - proxy buffering on (nginx's default) with buffers that hold the
 //     backend's small answers in memory.
+//   - keepalive_requests also bounds requests per HTTP/2 connection
+//     (http2_max_requests is obsolete since 1.19.7).
+//   - ssl_protocols TLSv1.2 TLSv1.3: what Envoy accepts by default (1.22
+//     still allows TLS 1.0 and 1.1).
 var confTemplate = template.Must(template.New("nginx.conf").Parse(`# Written by wafsweep (package nginxconfig).
 {{- if .ModulePath}}
 load_module {{.ModulePath}};
@@ -251,7 +266,12 @@ http {
     }
 
     server {
-        listen 127.0.0.1:{{.ListenPort}} reuseport;
+        listen 127.0.0.1:{{.ListenPort}} reuseport{{if .CertFile}} ssl{{end}}{{if .HTTP2}} http2{{end}};
+{{- if .CertFile}}
+        ssl_certificate {{.CertFile}};
+        ssl_certificate_key {{.KeyFile}};
+        ssl_protocols TLSv1.2 TLSv1.3;
+{{- end}}
 {{- if .RulesFile}}
         modsecurity on;
         modsecurity_rules_file {{.RulesFile}};

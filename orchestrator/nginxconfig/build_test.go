@@ -35,7 +35,25 @@ func TestBuild(t *testing.T) {
 				"client_max_body_size 67108864;\n", "client_body_buffer_size 14155776;\n",
 				"client_body_temp_path /run/x/nginx-temp/client_body;\n",
 			},
-			notWant: []string{"user ", "http2", "0.0.0.0"},
+			notWant: []string{"user ", "http2", "ssl", "0.0.0.0"},
+		},
+		{
+			name:    "h2c",
+			change:  func(o *Options) { o.HTTP2 = true },
+			want:    []string{"listen 127.0.0.1:10000 reuseport http2;\n"},
+			notWant: []string{"ssl"},
+		},
+		{
+			name:   "h2 over TLS",
+			change: func(o *Options) { o.HTTP2, o.CertFile, o.KeyFile = true, "/tmp/t/server.pem", "/tmp/t/server-key.pem" },
+			want: []string{"listen 127.0.0.1:10000 reuseport ssl http2;\n", "ssl_certificate /tmp/t/server.pem;\n",
+				"ssl_certificate_key /tmp/t/server-key.pem;\n", "ssl_protocols TLSv1.2 TLSv1.3;\n"},
+		},
+		{
+			name:    "HTTP/1.1 over TLS",
+			change:  func(o *Options) { o.CertFile, o.KeyFile = "/tmp/t/server.pem", "/tmp/t/server-key.pem" },
+			want:    []string{"listen 127.0.0.1:10000 reuseport ssl;\n"},
+			notWant: []string{"http2"},
 		},
 		{
 			name:    "one worker per CPU, each on its own",
@@ -107,6 +125,7 @@ func TestBuildRejectsBadOptions(t *testing.T) {
 		{"negative CPU", func(o *Options) { o.CPUs = []int{-1} }, "out of range or repeated"},
 		{"log level", func(o *Options) { o.ErrorLogLevel = "loud" }, "ErrorLogLevel \"loud\""},
 		{"negative size", func(o *Options) { o.MaxBodyBytes = -1 }, "must not be negative"},
+		{"certificate without key", func(o *Options) { o.CertFile = "/tmp/t/server.pem" }, "both CertFile and KeyFile"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

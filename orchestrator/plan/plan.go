@@ -66,6 +66,10 @@ type Plan struct {
 	// every transaction, into its run directory (as tier full-crs-audit
 	// does): Coraza's for the module, ModSecurity's for nginx.
 	AuditLog bool
+	// Protocol and TLS are how the load generator reaches the proxy (see
+	// Transport): the same for every configuration of the sweep.
+	Protocol string
+	TLS      bool
 }
 
 // Default is the reference methodology of the notes.
@@ -88,6 +92,7 @@ func Default() Plan {
 		MaxCPUSteal:        0.02,
 		KneeResolution:     0.05,
 		SLOs:               []time.Duration{10 * time.Millisecond, 50 * time.Millisecond, 250 * time.Millisecond},
+		Protocol:           ProtocolH1,
 	}
 }
 
@@ -118,6 +123,9 @@ type planJSON struct {
 	// Omitted when empty, so that the sweeps before it keep their identity.
 	EnvoyEnv []string `json:"envoy_env,omitempty"`
 	AuditLog bool     `json:"audit_log,omitempty"`
+	// Omitted for HTTP/1.1 in clear, what every sweep before them measured.
+	Protocol string `json:"protocol,omitempty"`
+	TLS      bool   `json:"tls,omitempty"`
 }
 
 // MarshalJSON writes the plan file form.
@@ -129,6 +137,7 @@ func (p Plan) MarshalJSON() ([]byte, error) {
 		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenLateness: p.MaxLoadgenLateness,
 		MaxLoadgenDelay: p.MaxLoadgenDelay.String(), MaxCPUSteal: p.MaxCPUSteal, KneeResolution: p.KneeResolution,
 		SLOs: durationStrings(p.SLOs), EnvoyEnv: p.EnvoyEnv, AuditLog: p.AuditLog,
+		Protocol: omitH1(p.Protocol), TLS: p.TLS,
 	})
 }
 
@@ -145,6 +154,7 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenLateness: p.MaxLoadgenLateness,
 		MaxLoadgenDelay: p.MaxLoadgenDelay.String(), MaxCPUSteal: p.MaxCPUSteal, KneeResolution: p.KneeResolution,
 		SLOs: durationStrings(p.SLOs), EnvoyEnv: slices.Clone(p.EnvoyEnv), AuditLog: p.AuditLog,
+		Protocol: p.Protocol, TLS: p.TLS,
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -172,6 +182,10 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 	p.Connections, p.Rounds, p.Confirm = f.Connections, f.Rounds, f.Confirm
 	p.MaxLoadgenCPU, p.MaxLoadgenLateness, p.KneeResolution = f.MaxLoadgenCPU, f.MaxLoadgenLateness, f.KneeResolution
 	p.MaxCPUSteal, p.EnvoyEnv, p.AuditLog = f.MaxCPUSteal, f.EnvoyEnv, f.AuditLog
+	p.Protocol, p.TLS = f.Protocol, f.TLS
+	if p.Protocol == "" { // a plan from before the field: HTTP/1.1
+		p.Protocol = ProtocolH1
+	}
 	slos, err := ParseDurations(f.SLOs)
 	if err != nil {
 		return fmt.Errorf("slos: %w", err)
@@ -191,6 +205,15 @@ func ParseDurations(texts []string) ([]time.Duration, error) {
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// omitH1 leaves HTTP/1.1 out of the file form, so that the plans written
+// before Protocol existed keep their identity.
+func omitH1(protocol string) string {
+	if protocol == ProtocolH1 {
+		return ""
+	}
+	return protocol
 }
 
 func durationStrings(ds []time.Duration) []string {

@@ -100,6 +100,7 @@ func TestValidate(t *testing.T) {
 		{"envoy env with a bad name", func(p *Plan) { p.EnvoyEnv = []string{"GO GC=1"} }, []string{`envoy_env "GO GC=1": write NAME=VALUE`}},
 		{"envoy env set twice", func(p *Plan) { p.EnvoyEnv = []string{"GOGC=1", "GOGC=2"} }, []string{"envoy_env: GOGC set twice"}},
 		{"an audit log without a WAF", func(p *Plan) { p.AuditLog, p.Flavors = true, []string{FlavorEnvoy} }, []string{"audit_log: no flavor has a WAF"}},
+		{"an unknown protocol", func(p *Plan) { p.Protocol = "h3" }, []string{`protocol "h3": use h1, h2`}},
 		{"an audit log of module-off", func(p *Plan) { p.AuditLog, p.Tiers = true, []string{TierModuleOff} }, []string{"audit_log: tier module-off inspects nothing"}},
 		{"every problem at once", func(p *Plan) {
 			p.Flavors = []string{"wafx"}
@@ -364,5 +365,50 @@ func TestAuditLogRoundTripsAndIsOmittedWhenOff(t *testing.T) {
 	back := Default()
 	if err := json.Unmarshal(data, &back); err != nil || !back.AuditLog {
 		t.Errorf("read back %v (%v) from %s", back.AuditLog, err, data)
+	}
+}
+
+// The transport is part of the plan file, and so of the sweep's identity;
+// HTTP/1.1 in clear writes nothing, so the sweeps before it keep theirs,
+// and a plan file without it reads as HTTP/1.1 in clear.
+func TestTransportRoundTripsAndIsOmittedWhenDefault(t *testing.T) {
+	data, err := json.Marshal(Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "protocol") || strings.Contains(string(data), "tls") {
+		t.Errorf("default plan writes its transport: %s", data)
+	}
+	back := Plan{}
+	if err := json.Unmarshal(data, &back); err != nil || back.Transport() != (Transport{Protocol: ProtocolH1}) {
+		t.Errorf("read back %+v (%v) from %s", back.Transport(), err, data)
+	}
+	p := Default()
+	p.Protocol, p.TLS = ProtocolH2, true
+	if data, err = json.Marshal(p); err != nil {
+		t.Fatal(err)
+	}
+	back = Default()
+	if err := json.Unmarshal(data, &back); err != nil || back.Transport() != p.Transport() {
+		t.Errorf("read back %+v (%v) from %s", back.Transport(), err, data)
+	}
+}
+
+func TestTransportNames(t *testing.T) {
+	for _, tc := range []struct {
+		t                Transport
+		name, scheme     string
+		http2, isDefault bool
+	}{
+		{Transport{}, "h1", "http", false, true},
+		{Transport{Protocol: ProtocolH1}, "h1", "http", false, true},
+		{Transport{Protocol: ProtocolH2}, "h2", "http", true, false},
+		{Transport{Protocol: ProtocolH1, TLS: true}, "h1+tls", "https", false, false},
+		{Transport{Protocol: ProtocolH2, TLS: true}, "h2+tls", "https", true, false},
+	} {
+		if tc.t.Name() != tc.name || tc.t.Scheme() != tc.scheme || tc.t.HTTP2() != tc.http2 || tc.t.IsDefault() != tc.isDefault {
+			t.Errorf("%+v: %s %s %v %v, want %s %s %v %v", tc.t, tc.t.Name(), tc.t.Scheme(), tc.t.HTTP2(), tc.t.IsDefault(),
+				tc.name, tc.scheme, tc.http2, tc.isDefault)
+		}
 	}
 }

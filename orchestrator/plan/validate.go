@@ -20,6 +20,7 @@ func (p Plan) Validate() error {
 	errs = append(errs, p.checkRun()...)
 	errs = append(errs, checkEnvoyEnv(p.EnvoyEnv)...)
 	errs = append(errs, p.checkAuditLog()...)
+	errs = append(errs, p.checkTransport()...)
 	return errors.Join(errs...)
 }
 

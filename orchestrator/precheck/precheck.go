@@ -90,13 +90,17 @@ func Checks(cfg plan.Config) ([]Check, error) {
 	return checks, nil
 }
 
-// Run sends every check to baseURL (http://127.0.0.1:PORT) and returns one
-// error naming each check that got another status.
-func Run(ctx context.Context, baseURL, host string, checks []Check) error {
+// Run sends every check to base.URL (http://127.0.0.1:PORT, or https://),
+// with base's Host and over base's transport (HTTP2, CAFile), the one the
+// load will use: a WAF that blocks over HTTP/1.1 but not over HTTP/2 fails
+// here. It returns one error naming each check that got another status,
+// or was answered over another protocol.
+func Run(ctx context.Context, base loadgen.Spec, checks []Check) error {
 	var errs []error
 	for _, c := range checks {
-		status, _, _, err := loadgen.Probe(ctx, loadgen.Spec{URL: baseURL + c.Path, Host: host, Method: c.Method,
-			ContentType: c.ContentType, Body: c.Body, Headers: c.Headers})
+		spec := base
+		spec.URL, spec.Method, spec.ContentType, spec.Body, spec.Headers = base.URL+c.Path, c.Method, c.ContentType, c.Body, c.Headers
+		status, _, _, err := loadgen.Probe(ctx, spec)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", c.Name, err))

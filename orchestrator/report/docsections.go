@@ -60,6 +60,9 @@ func configurationsText(meta dataset.Metadata) string {
 		parts = append(parts, strings.Join(meta.Plan.Tiers, ", "))
 	}
 	s := strings.Join(append(parts, strings.Join(meta.Plan.Shapes, ", ")), " x ")
+	if t := meta.Plan.Transport(); !t.IsDefault() {
+		s += "; over " + t.Name()
+	}
 	if env := meta.Plan.EnvoyEnv; len(env) > 0 {
 		s += "; Envoy with " + strings.Join(env, " ")
 	}

@@ -27,6 +27,9 @@ func Headline(dir, shownDir string) ([]byte, error) {
 	summary := sortedSummary(sw)
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "**`%s`** (%s, %s of %s windows", shownDir, meta.Target, count(meta.Plan.Rounds, "round"), meta.Plan.Measure)
+	if t := meta.Plan.Transport(); !t.IsDefault() {
+		fmt.Fprintf(&b, ", over %s", t.Name())
+	}
 	if env := meta.Plan.EnvoyEnv; len(env) > 0 {
 		fmt.Fprintf(&b, ", Envoy with %s", mdText(strings.Join(env, " ")))
 	}

@@ -188,6 +188,9 @@ func writeReproduce(b *bytes.Buffer, meta dataset.Metadata) {
 	if env := meta.Plan.EnvoyEnv; len(env) > 0 {
 		fmt.Fprintf(b, "- Envoy's environment: %s\n", mdText(strings.Join(env, " ")))
 	}
+	if t := meta.Plan.Transport(); !t.IsDefault() {
+		fmt.Fprintf(b, "- Load generator to proxy: %s (the proxy to the backend: HTTP/1.1 in clear)\n", t.Name())
+	}
 	v := meta.Versions
 	b.WriteString("\n")
 	writeTableHeader(b, []string{"Component", "Version"})

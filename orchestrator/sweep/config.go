@@ -128,7 +128,7 @@ func (c *configRun) deploy(ctx context.Context) error {
 	}
 	c.progress.note(fmt.Sprintf("deploying %s (round %d)", c.cfg.ID(), c.round))
 	c.deployed, err = c.opts.Target.Deploy(ctx, target.Deployment{Config: c.cfg, WAFConfigJSON: wafJSON, RunDir: dir,
-		AuditLog: c.auditLog()})
+		AuditLog: c.auditLog(), Transport: c.opts.Plan.Transport(), TLS: c.certs})
 	if err != nil {
 		return fmt.Errorf("deploying %s: %w", c.cfg.ID(), err)
 	}
@@ -136,7 +136,7 @@ func (c *configRun) deploy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.precheckOK = precheck.Run(ctx, c.deployed.URL(), c.opts.Host, checks)
+	c.precheckOK = precheck.Run(ctx, c.transportSpec(), checks)
 	if c.precheckOK != nil {
 		// Its steps send no load, so there is no idle CPU to subtract.
 		c.progress.note(fmt.Sprintf("%s: %v", c.cfg.ID(), c.precheckOK))

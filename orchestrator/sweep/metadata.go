@@ -9,10 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
 	"github.com/wafsweep/wafsweep/orchestrator/procstat"
 )
 
@@ -41,7 +43,8 @@ func startMetadata(opts Options) (dataset.Metadata, error) {
 	m := dataset.Metadata{
 		SchemaVersion: dataset.SchemaVersion, SweepID: opts.SweepID, StartedAt: time.Now().UTC(), CommandLine: opts.CommandLine,
 		Plan: opts.Plan, Versions: opts.Versions, CPUModel: procstat.CPUModel(), Cores: runtime.NumCPU(),
-		CoreAssignment: desc.CoreAssignment, Target: opts.Target.Name(), Identity: opts.Identity, Notes: desc.Notes,
+		CoreAssignment: desc.CoreAssignment, Target: opts.Target.Name(), Identity: opts.Identity,
+		Notes: slices.Concat(desc.Notes, transportNotes(opts.Plan.Transport())),
 	}
 	if desc.CPUModel != "" {
 		// The proxy runs elsewhere (a cluster node): its processor is the
@@ -49,6 +52,23 @@ func startMetadata(opts Options) (dataset.Metadata, error) {
 		m.CPUModel, m.Cores = desc.CPUModel, desc.Cores
 	}
 	return m, dataset.WriteMetadata(path, m)
+}
+
+// transportNotes say how the load reached the proxy when it was not
+// HTTP/1.1 in clear through Fortio's own client.
+func transportNotes(t plan.Transport) []string {
+	var notes []string
+	if t.HTTP2() {
+		notes = append(notes, "HTTP/2: the load generator is Fortio's standard client (net/http with golang.org/x/net/http2), "+
+			"one connection per Fortio connection and one request in flight on each, as with HTTP/1.1; it costs more CPU per request "+
+			"than Fortio's own HTTP/1.1 client, so each step's loadgen_cpu_fraction and loadgen_lateness_p99_ms say whether it kept its schedule; "+
+			"the proxy speaks HTTP/1.1 to the backend")
+	}
+	if t.TLS {
+		notes = append(notes, "TLS: the proxy (the backend, for direct) terminates TLS 1.2 or 1.3 with an ECDSA P-256 certificate made for each run of the sweep "+
+			"(its key is never stored) and the load generator verifies it; connections are kept alive, so handshakes are a few per step")
+	}
+	return notes
 }
 
 // checkIdentity refuses to resume a sweep measured on another plan, build,

@@ -75,12 +75,22 @@ func (c *configRun) step(ctx context.Context, rate int, kind knee.Kind, sloMs fl
 }
 
 func (c *configRun) spec(rate, connections int) loadgen.Spec {
-	return loadgen.Spec{
-		URL: c.deployed.URL() + "/api/orders", Host: c.opts.Host, Method: c.shape.Method,
-		ContentType: c.shape.ContentType, Body: c.shape.Body,
-		QPS: float64(rate), Connections: connections,
-		Warmup: c.opts.Plan.Warmup, Duration: c.opts.Plan.Measure,
+	s := c.transportSpec()
+	s.URL += "/api/orders"
+	s.Method, s.ContentType, s.Body = c.shape.Method, c.shape.ContentType, c.shape.Body
+	s.QPS, s.Connections = float64(rate), connections
+	s.Warmup, s.Duration = c.opts.Plan.Warmup, c.opts.Plan.Measure
+	return s
+}
+
+// transportSpec is how every request of the configuration reaches it, the
+// pre-check's and the load's: base URL, Host, protocol and the CA.
+func (c *configRun) transportSpec() loadgen.Spec {
+	s := loadgen.Spec{URL: c.deployed.URL(), Host: c.opts.Host, HTTP2: c.opts.Plan.Transport().HTTP2()}
+	if c.certs != nil {
+		s.CAFile = c.certs.CA
 	}
+	return s
 }
 
 // edgeSample is the proxy as it was at one edge of the window.
@@ -130,7 +140,7 @@ func (w *windowEdges) result() ([2]edgeSample, error) {
 func (c *configRun) newRow(rate int, kind knee.Kind, sloMs float64) dataset.StepRow {
 	return dataset.StepRow{
 		SweepID: c.opts.SweepID, Round: c.round, ConfigID: c.cfg.ID(),
-		Flavor: c.cfg.Flavor, Tier: c.cfg.Tier, Shape: c.cfg.Shape,
+		Flavor: c.cfg.Flavor, Tier: c.cfg.Tier, Shape: c.cfg.Shape, Transport: c.opts.Plan.Transport(),
 		ShapeBytes: len(c.shape.Body), ShapeFields: c.shape.Fields,
 		Seq: len(c.journal.Steps(c.round, c.cfg.ID())), Kind: string(kind), SLOMs: sloMs,
 		TargetRPS: rate, Connections: c.opts.Plan.ConnectionsFor(rate),

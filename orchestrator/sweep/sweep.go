@@ -16,6 +16,7 @@ import (
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
 	"github.com/wafsweep/wafsweep/orchestrator/report"
 	"github.com/wafsweep/wafsweep/orchestrator/target"
+	"github.com/wafsweep/wafsweep/orchestrator/tlscert"
 )
 
 // Options is everything a sweep needs.
@@ -85,6 +86,13 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer journal.Close()
 	r := &runner{opts: opts, journal: journal, meta: meta, progress: newProgress(opts.Plan, journal, opts.Progress), roots: roots}
+	if opts.Plan.TLS {
+		release, err := r.makeCerts()
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	runErr := r.rounds(ctx)
 	if err := r.writeOutputs(runErr == nil); err != nil {
 		return errors.Join(runErr, err)
@@ -98,6 +106,24 @@ type runner struct {
 	meta     dataset.Metadata
 	progress *progress
 	roots    []dataset.PathRoot // the machine's paths, kept out of the dataset
+	certs    *tlscert.Files     // the run's certificate, when the plan has TLS
+}
+
+// makeCerts makes the run's certificate in a temporary directory, never in
+// the dataset: its private key is worth nothing beyond the run, and it
+// goes with the returned release.
+func (r *runner) makeCerts() (release func(), err error) {
+	dir, err := os.MkdirTemp("", "wafsweep-tls-")
+	if err != nil {
+		return nil, fmt.Errorf("the run's TLS certificate: %w", err)
+	}
+	files, err := tlscert.Generate(dir, tlscert.Loopback(r.opts.Host))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	r.certs = &files
+	return func() { os.RemoveAll(dir) }, nil
 }
 
 // machineRoots are the paths of this machine that the dataset's files

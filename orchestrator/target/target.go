@@ -7,9 +7,11 @@ package target
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
+	"github.com/wafsweep/wafsweep/orchestrator/tlscert"
 )
 
 // Target deploys configurations.
@@ -34,11 +36,24 @@ type Deployment struct {
 	// empty when the configuration writes none; a target that moves the log
 	// (into a pod) keeps its base name.
 	AuditLog string
+	// Transport is how the load generator reaches the proxy (the backend,
+	// for the direct flavor); behind the proxy the backend speaks
+	// HTTP/1.1 in clear.
+	Transport plan.Transport
+	// TLS is the run's certificate when Transport.TLS is set.
+	TLS *tlscert.Files
+}
+
+// ListenerURL is the URL a deployment listening on 127.0.0.1:port serves
+// over d's transport.
+func (d Deployment) ListenerURL(port int) string {
+	return fmt.Sprintf("%s://127.0.0.1:%d", d.Transport.Scheme(), port)
 }
 
 // Deployed is a running configuration.
 type Deployed interface {
-	// URL is the base URL the load generator targets (http://127.0.0.1:port).
+	// URL is the base URL the load generator targets (http://127.0.0.1:port,
+	// https:// over TLS).
 	URL() string
 	// RunLoad runs one constant-throughput step against URL.
 	RunLoad(ctx context.Context, spec loadgen.Spec) (loadgen.Result, error)

@@ -119,7 +119,7 @@ func (f sweepFlags) kubeSweepOptions(p plan.Plan, errs []error, root, resultsDir
 	tgt, err := f.kube.target(f.target, id, root, builds, p, os.Stderr)
 	// The flavors are checked even when the target's own flags are bad:
 	// every problem is reported at once.
-	errs = append(errs, err, kube.CheckFlavors(p))
+	errs = append(errs, err, kube.CheckPlan(p))
 	if err := errors.Join(errs...); err != nil {
 		return sweep.Options{}, err
 	}

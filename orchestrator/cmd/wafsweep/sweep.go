@@ -39,7 +39,8 @@ type sweepFlags struct {
 	proxyCPUs, loadgenCPUs, backendCPUs   string
 	backendCost                           backend.Cost
 	envoyEnv                              []string
-	auditLog                              bool
+	auditLog, tls                         bool
+	protocol                              string
 	kube                                  kubeFlags
 }
 
@@ -66,6 +67,8 @@ func parseSweepFlags(args []string, stderr io.Writer) (sweepFlags, *flag.FlagSet
 		return nil
 	})
 	fs.BoolVar(&f.auditLog, "audit-log", false, "every WAF configuration writes its JSON audit log of every transaction into its run directory, as tier full-crs-audit does (Coraza's, ModSecurity's for nginx); steps record audit bytes per request and the proxy's disk writes (part of the plan and the sweep's identity)")
+	fs.StringVar(&f.protocol, "protocol", "", "what the load generator speaks to the proxy: h1 (HTTP/1.1, the default) or h2 (HTTP/2: h2c with prior knowledge, or ALPN h2 with --tls); the proxy speaks HTTP/1.1 to the backend either way (part of the plan and the sweep's identity)")
+	fs.BoolVar(&f.tls, "tls", false, "the proxy terminates TLS (ECDSA P-256 certificate made for the run, TLS 1.3 or 1.2 as negotiated) and the load generator verifies it (part of the plan and the sweep's identity)")
 	fs.StringVar(&f.sweepID, "sweep-id", "", "name of the output directory under --results (default: derived from the plan, so the same command resumes)")
 	fs.StringVar(&f.resultsDir, "results", "", "results directory (default <repo>/results)")
 	fs.StringVar(&f.rulesets, "rulesets", "", "rule tier directory (default <repo>/rulesets)")
@@ -205,6 +208,12 @@ func (f sweepFlags) buildPlan() (plan.Plan, error) {
 	}
 	if f.auditLog {
 		p.AuditLog = true
+	}
+	if f.protocol != "" {
+		p.Protocol = f.protocol
+	}
+	if f.tls {
+		p.TLS = true
 	}
 	errs = append(errs, p.Validate())
 	return p, errors.Join(errs...)

@@ -76,6 +76,8 @@ func TestBadFlagsFailBeforeAnythingStarts(t *testing.T) {
 		{[]string{"--envoy-env", "GOGC=100", "--envoy-env", "GOGC=400"}, "envoy_env: GOGC set twice"},
 		{[]string{"--audit-log", "--flavors", "direct,envoy"}, "audit_log: no flavor has a WAF to write it"},
 		{[]string{"--audit-log", "--flavors", "waf", "--tiers", "module-off,headers-only"}, "audit_log: tier module-off inspects nothing"},
+		{[]string{"--protocol", "h3"}, `protocol "h3": use h1, h2`},
+		{[]string{"--target", "kind", "--protocol", "h2", "--tls"}, "transport h2+tls is not available on the Kubernetes targets"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -149,27 +149,33 @@ func (k *Kube) progress(format string, args ...any) {
 
 // CheckModule is satisfied by the image (the module is built into it); it
 // rejects the flavors the image cannot run.
-func (k *Kube) CheckModule(p plan.Plan) error { return CheckFlavors(p) }
+func (k *Kube) CheckModule(p plan.Plan) error { return CheckPlan(p) }
 
 // Flavors are the flavors the Kubernetes targets deploy: the image carries
 // Envoy and the corazawaf builds only (neither nginx nor the no-op module,
 // which measures Envoy's share of a module's cost on the local target).
 var flavors = []string{plan.FlavorDirect, plan.FlavorEnvoy, plan.FlavorWAF, plan.FlavorWAFAccelerated}
 
-// CheckFlavors rejects, before anything is built or deployed, a plan with
-// a flavor the Kubernetes targets cannot run.
-func CheckFlavors(p plan.Plan) error {
+// CheckPlan rejects, before anything is built or deployed, a plan with
+// a flavor or a transport the Kubernetes targets cannot run.
+func CheckPlan(p plan.Plan) error {
 	var bad []string
 	for _, f := range p.Flavors {
 		if !slices.Contains(flavors, f) {
 			bad = append(bad, f)
 		}
 	}
+	var errs []error
 	if len(bad) > 0 {
-		return fmt.Errorf("flavors %s are not available on the Kubernetes targets (their image has Envoy and the corazawaf builds only): use %s, or the local target",
-			strings.Join(bad, ", "), strings.Join(flavors, ", "))
+		errs = append(errs, fmt.Errorf("flavors %s are not available on the Kubernetes targets (their image has Envoy and the corazawaf builds only): use %s, or the local target",
+			strings.Join(bad, ", "), strings.Join(flavors, ", ")))
 	}
-	return nil
+	if t := p.Transport(); t != (plan.Transport{Protocol: plan.ProtocolH1}) {
+		// The in-cluster load generator and the pod's certificate are
+		// not built yet: refused before anything is deployed.
+		errs = append(errs, fmt.Errorf("transport %s is not available on the Kubernetes targets yet (HTTP/1.1 in clear only): run it on the local target", t.Name()))
+	}
+	return errors.Join(errs...)
 }
 
 // Prepare creates the namespace, the cgroup agents, the backend and the

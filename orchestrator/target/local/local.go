@@ -236,14 +236,17 @@ func NoopModuleBeside(module string) string {
 
 // Deploy implements target.Target.
 func (l *Local) Deploy(ctx context.Context, d target.Deployment) (target.Deployed, error) {
-	be, err := l.startBackend(ctx, d.RunDir)
+	if err := checkTLS(d); err != nil {
+		return nil, err
+	}
+	be, err := l.startBackend(ctx, d)
 	if err != nil {
 		return nil, fmt.Errorf("starting the backend: %w", err)
 	}
 	dep := &deployed{local: l, backend: be, auditLog: d.AuditLog}
 	switch flavor := d.Config.Flavor; {
 	case flavor == plan.FlavorDirect:
-		dep.url = "http://" + be.addr()
+		dep.url = d.ListenerURL(be.port())
 		return dep, nil
 	case plan.RunsEnvoy(flavor):
 		err = dep.startEnvoy(ctx, d)
@@ -268,6 +271,9 @@ func (d *deployed) startEnvoy(ctx context.Context, dep target.Deployment) error 
 		return err
 	}
 	opts := envoyconfig.Options{AdminPort: ports[1], ListenPort: ports[0], UpstreamPort: d.backend.port()}
+	if dep.TLS != nil {
+		opts.TLS = &envoyconfig.TLSFiles{CertChain: dep.TLS.Cert, PrivateKey: dep.TLS.Key}
+	}
 	if plan.LoadsModule(dep.Config.Flavor) {
 		opts.WAF = &envoyconfig.WAFFilter{ModulePath: d.local.ModulePath(dep.Config.Flavor), ConfigJSON: dep.WAFConfigJSON}
 	}
@@ -287,7 +293,7 @@ func (d *deployed) startEnvoy(ctx context.Context, dep target.Deployment) error 
 	if err != nil {
 		return fmt.Errorf("starting Envoy: %w", err)
 	}
-	d.url = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	d.url = dep.ListenerURL(ports[0])
 	return nil
 }
 
@@ -413,23 +419,68 @@ type runningBackend interface {
 
 type inProcessBackend struct{ s *backend.Server }
 
+// BackendRecent is what last reached the backend of a deployment of this
+// target (backend.Server.Recent), when the backend runs inside this
+// process (no Options.BackendCommand); false otherwise. Tests use it to
+// prove that a blocked request never reached the origin.
+func BackendRecent(d target.Deployed) ([]backend.RequestRecord, bool) {
+	dep, ok := d.(*deployed)
+	if !ok {
+		return nil, false
+	}
+	b, ok := dep.backend.(inProcessBackend)
+	if !ok {
+		return nil, false
+	}
+	return b.s.Recent(), true
+}
+
 func (b inProcessBackend) addr() string        { return b.s.Addr() }
 func (b inProcessBackend) port() int           { return b.s.Port() }
 func (b inProcessBackend) cpuSeconds() float64 { return -1 }
 func (b inProcessBackend) stop() error         { return b.s.Close() }
 
-func (l *Local) startBackend(ctx context.Context, runDir string) (runningBackend, error) {
-	cost := l.opts.BackendCost
+// checkTLS refuses a TLS transport without its certificate, and one with
+// a certificate but in clear: either would measure another transport.
+func checkTLS(d target.Deployment) error {
+	if d.Transport.TLS != (d.TLS != nil) {
+		return fmt.Errorf("transport %s with certificate %v: a TLS transport needs the run's certificate, and only it", d.Transport.Name(), d.TLS != nil)
+	}
+	return nil
+}
+
+// startBackend starts the backend: behind a proxy an HTTP/1.1 origin in
+// clear; for the direct flavor the edge itself, over the deployment's
+// transport.
+func (l *Local) startBackend(ctx context.Context, d target.Deployment) (runningBackend, error) {
+	o := backend.Options{Cost: l.opts.BackendCost}
+	if d.Config.Flavor == plan.FlavorDirect {
+		o.HTTP2 = d.Transport.HTTP2()
+		if d.TLS != nil {
+			o.CertFile, o.KeyFile = d.TLS.Cert, d.TLS.Key
+		}
+	}
 	if len(l.opts.BackendCommand) == 0 {
-		s, err := backend.StartWithCost("127.0.0.1:0", cost)
+		s, err := backend.StartWith("127.0.0.1:0", o)
 		if err != nil {
 			return nil, err
 		}
 		return inProcessBackend{s}, nil
 	}
-	command := l.opts.BackendCommand
-	if !cost.IsZero() {
-		command = append(slices.Clone(command), "--cpu-per-request", cost.CPU.String(), "--sleep-per-request", cost.Sleep.String())
+	return startBackendProcess(ctx, backendCommand(l.opts.BackendCommand, o), l.opts.BackendCPUs, d.RunDir)
+}
+
+// backendCommand is the backend's command line for o (see backend.Main).
+func backendCommand(base []string, o backend.Options) []string {
+	command := slices.Clone(base)
+	if !o.Cost.IsZero() {
+		command = append(command, "--cpu-per-request", o.Cost.CPU.String(), "--sleep-per-request", o.Cost.Sleep.String())
 	}
-	return startBackendProcess(ctx, command, l.opts.BackendCPUs, runDir)
+	if o.HTTP2 {
+		command = append(command, "--http2")
+	}
+	if o.CertFile != "" {
+		command = append(command, "--tls-cert", o.CertFile, "--tls-key", o.KeyFile)
+	}
+	return command
 }

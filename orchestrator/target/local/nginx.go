@@ -59,6 +59,10 @@ func (d *deployed) startNginx(ctx context.Context, dep target.Deployment) error 
 		ModulePath: inst.Module, RulesFile: rules.MainFile,
 		ListenPort: port, UpstreamPort: d.backend.port(),
 		CPUs: d.local.opts.ProxyCPUs, RunDir: runDir, User: workerUser, Group: workerGroup,
+		HTTP2: dep.Transport.HTTP2(),
+	}
+	if dep.TLS != nil {
+		opts.CertFile, opts.KeyFile = dep.TLS.Cert, dep.TLS.Key
 	}
 	confPath := filepath.Join(runDir, "nginx.conf")
 	if err := nginxconfig.Write(confPath, opts); err != nil {
@@ -74,7 +78,7 @@ func (d *deployed) startNginx(ctx context.Context, dep target.Deployment) error 
 	if err != nil {
 		return fmt.Errorf("starting nginx: %w", err)
 	}
-	d.url = fmt.Sprintf("http://127.0.0.1:%d", port)
+	d.url = dep.ListenerURL(port)
 	return nil
 }
 

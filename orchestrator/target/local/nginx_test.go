@@ -73,6 +73,12 @@ func deployNginx(t *testing.T, tier, shape string) (target.Deployed, string) {
 // processes left behind.
 func deploy(t *testing.T, opts local.Options, cfg plan.Config) (d target.Deployed, runDir string, stop func()) {
 	t.Helper()
+	return deployOver(t, opts, cfg, target.Deployment{})
+}
+
+// deployOver is deploy with the transport (and certificate) of over.
+func deployOver(t *testing.T, opts local.Options, cfg plan.Config, over target.Deployment) (d target.Deployed, runDir string, stop func()) {
+	t.Helper()
 	tgt, err := local.New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +86,9 @@ func deploy(t *testing.T, opts local.Options, cfg plan.Config) (d target.Deploye
 	runDir = t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	d, err = tgt.Deploy(ctx, target.Deployment{Config: cfg, WAFConfigJSON: wafConfig(t, cfg.Tier, runDir), RunDir: runDir})
+	dep := over
+	dep.Config, dep.WAFConfigJSON, dep.RunDir = cfg, wafConfig(t, cfg.Tier, runDir), runDir
+	d, err = tgt.Deploy(ctx, dep)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +148,7 @@ func TestNginxModSecurityFullCRSInFrontOfTheBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := precheck.Run(context.Background(), d.URL(), "", checks); err != nil {
+	if err := precheck.Run(context.Background(), loadgen.Spec{URL: d.URL()}, checks); err != nil {
 		t.Error(err)
 	}
 	log, err := os.ReadFile(filepath.Join(runDir, nginxconfig.ErrorLogFileName))
@@ -192,7 +200,7 @@ func TestNginxModSecurityTiersPassThePrecheck(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := precheck.Run(context.Background(), d.URL(), "", checks); err != nil {
+			if err := precheck.Run(context.Background(), loadgen.Spec{URL: d.URL()}, checks); err != nil {
 				t.Fatal(err)
 			}
 			if tier == plan.TierFullCRSAudit {
@@ -209,7 +217,7 @@ func TestNginxModSecurityTiersPassThePrecheck(t *testing.T) {
 // knees and metadata.
 func TestSweepThroughNginxModSecurity(t *testing.T) {
 	requireNginx(t)
-	out := sweepAtLowRate(t, plan.FlavorNginxModSecurity, false)
+	out := sweepAtLowRate(t, plan.FlavorNginxModSecurity, nil)
 	meta, err := dataset.ReadMetadata(filepath.Join(out, sweep.MetadataFile))
 	if err != nil {
 		t.Fatal(err)
@@ -231,7 +239,7 @@ func TestSweepsRecordTheAuditLog(t *testing.T) {
 			} else {
 				requireNginx(t)
 			}
-			out := sweepAtLowRate(t, flavor, true)
+			out := sweepAtLowRate(t, flavor, func(p *plan.Plan) { p.AuditLog = true })
 			steps, err := dataset.ReadSteps(filepath.Join(out, sweep.StepsFile))
 			if err != nil {
 				t.Fatal(err)
@@ -267,14 +275,13 @@ func TestSweepsRecordTheAuditLog(t *testing.T) {
 }
 
 // sweepAtLowRate runs a two-step sweep of flavor at full CRS, GET, far
-// below its knee, checks each step measured the proxy, and returns the
-// sweep's directory.
-func sweepAtLowRate(t *testing.T, flavor string, auditLog bool) string {
+// below its knee, with the plan changed by change (nil: none), checks each
+// step measured the proxy, and returns the sweep's directory.
+func sweepAtLowRate(t *testing.T, flavor string, change func(*plan.Plan)) string {
 	t.Helper()
 	p := plan.Default()
 	p.Flavors = []string{flavor}
 	p.Tiers = []string{plan.TierFullCRS}
-	p.AuditLog = auditLog
 	// A shared test machine, and the capacity search is the plumbing
 	// checked here: no measurement's checks, no SLO searches.
 	p.MaxLoadgenLateness, p.MaxCPUSteal, p.MaxLoadgenDelay = 1, 1, time.Second
@@ -284,6 +291,9 @@ func sweepAtLowRate(t *testing.T, flavor string, auditLog bool) string {
 	p.Connections = 4
 	p.Warmup, p.Measure, p.Cooldown = 300*time.Millisecond, 2*time.Second, 0
 	p.FloorRPS, p.Confirm = 0, false
+	if change != nil {
+		change(&p)
+	}
 	opts := local.Options{}
 	if flavor == plan.FlavorWAF {
 		opts.ModulePath = requireModule(t)
@@ -310,19 +320,19 @@ func sweepAtLowRate(t *testing.T, flavor string, auditLog bool) string {
 	if len(steps) == 0 || len(steps) > 2 {
 		t.Fatalf("%d steps, want 1 or 2: %+v", len(steps), steps)
 	}
-	want := plan.Config{Flavor: flavor, Tier: plan.TierFullCRS, Shape: plan.ShapeGet}.ID()
+	want := plan.Config{Flavor: flavor, Tier: p.Configs()[0].Tier, Shape: plan.ShapeGet}.ID()
 	for _, r := range steps {
 		// Pass or fail depends on what else runs on the machine; invalid
 		// (a failed pre-check, a restart, reconnects) or a blocked benign
 		// request would be the flavor's fault.
 		t.Logf("%s at %d rps: %s %v", r.ConfigID, r.TargetRPS, r.Verdict, r.Reasons)
-		if r.ConfigID != want || r.Verdict == dataset.VerdictInvalid || r.Non2xx != 0 || r.Completion < 0.8 {
+		if r.ConfigID != want || r.Transport != p.Transport() || r.Verdict == dataset.VerdictInvalid || r.Non2xx != 0 || r.Completion < 0.8 {
 			t.Errorf("%s at %d rps: %s %v (completed %d of %d, non-2xx %d)", r.ConfigID, r.TargetRPS, r.Verdict, r.Reasons, r.Completed, r.Scheduled, r.Non2xx)
 		}
-		if !(r.ProxyCPUS > 0) || !(r.ProxyRSSPeakMB > 0) || !(r.ProxyRSSLifetimePeakMB >= r.ProxyRSSPeakMB) || !(r.CoresPer1k > 0) {
+		if flavor != plan.FlavorDirect && (!(r.ProxyCPUS > 0) || !(r.ProxyRSSPeakMB > 0) || !(r.ProxyRSSLifetimePeakMB >= r.ProxyRSSPeakMB) || !(r.CoresPer1k > 0)) {
 			t.Errorf("%d rps: resources missing: cpu %v s, peak %v MB, lifetime %v MB, cores/1k %v", r.TargetRPS, r.ProxyCPUS, r.ProxyRSSPeakMB, r.ProxyRSSLifetimePeakMB, r.CoresPer1k)
 		}
-		if !auditLog && !math.IsNaN(r.AuditBytesPerReq) {
+		if !p.AuditLog && !math.IsNaN(r.AuditBytesPerReq) {
 			t.Errorf("%d rps: %v audit bytes per request without an audit log", r.TargetRPS, r.AuditBytesPerReq)
 		}
 	}

@@ -174,7 +174,7 @@ func (t *Target) Deploy(ctx context.Context, d target.Deployment) (target.Deploy
 
 // CheckModule is satisfied by the image; it rejects the flavors the image
 // cannot run.
-func (t *Target) CheckModule(p plan.Plan) error { return kube.CheckFlavors(p) }
+func (t *Target) CheckModule(p plan.Plan) error { return kube.CheckPlan(p) }
 
 // Start connects to (or creates) the cluster, makes the image available
 // to it, and prepares the sweep's namespace.
