@@ -42,13 +42,17 @@ func Probe(ctx context.Context, spec Spec) (status int, body []byte, headers htt
 		// A redirect is an answer worth seeing, not following.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+	wantMajor := 1
+	if spec.HTTP2 {
+		wantMajor = 2
+	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, nil, nil, fmt.Errorf("loadgen: probe %s over %s: %w", spec.URL, protocolName(spec.HTTP2), err)
+		return 0, nil, nil, fmt.Errorf("loadgen: probe %s over HTTP/%d: %w", spec.URL, wantMajor, err)
 	}
 	defer resp.Body.Close()
-	if want := protoMajor(spec.HTTP2); resp.ProtoMajor != want {
-		return 0, nil, nil, fmt.Errorf("loadgen: probe %s: the answer came over %s, want HTTP/%d", spec.URL, resp.Proto, want)
+	if resp.ProtoMajor != wantMajor {
+		return 0, nil, nil, fmt.Errorf("loadgen: probe %s: the answer came over %s, want HTTP/%d", spec.URL, resp.Proto, wantMajor)
 	}
 	body, err = io.ReadAll(io.LimitReader(resp.Body, maxProbeBody))
 	if err != nil {
@@ -93,20 +97,6 @@ func clientTLS(caFile string) (*tls.Config, error) {
 		return nil, fmt.Errorf("loadgen: CA file %s holds no PEM certificate", caFile)
 	}
 	return &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}, nil
-}
-
-func protoMajor(http2 bool) int {
-	if http2 {
-		return 2
-	}
-	return 1
-}
-
-func protocolName(http2 bool) string {
-	if http2 {
-		return "HTTP/2"
-	}
-	return "HTTP/1.1"
 }
 
 func newRequest(ctx context.Context, spec Spec) (*http.Request, error) {

@@ -397,18 +397,17 @@ func TestTransportRoundTripsAndIsOmittedWhenDefault(t *testing.T) {
 func TestTransportNames(t *testing.T) {
 	for _, tc := range []struct {
 		t                Transport
-		name, scheme     string
+		name             string
 		http2, isDefault bool
 	}{
-		{Transport{}, "h1", "http", false, true},
-		{Transport{Protocol: ProtocolH1}, "h1", "http", false, true},
-		{Transport{Protocol: ProtocolH2}, "h2", "http", true, false},
-		{Transport{Protocol: ProtocolH1, TLS: true}, "h1+tls", "https", false, false},
-		{Transport{Protocol: ProtocolH2, TLS: true}, "h2+tls", "https", true, false},
+		{Transport{}, "h1", false, true},
+		{Transport{Protocol: ProtocolH1}, "h1", false, true},
+		{Transport{Protocol: ProtocolH2}, "h2", true, false},
+		{Transport{Protocol: ProtocolH1, TLS: true}, "h1+tls", false, false},
+		{Transport{Protocol: ProtocolH2, TLS: true}, "h2+tls", true, false},
 	} {
-		if tc.t.Name() != tc.name || tc.t.Scheme() != tc.scheme || tc.t.HTTP2() != tc.http2 || tc.t.IsDefault() != tc.isDefault {
-			t.Errorf("%+v: %s %s %v %v, want %s %s %v %v", tc.t, tc.t.Name(), tc.t.Scheme(), tc.t.HTTP2(), tc.t.IsDefault(),
-				tc.name, tc.scheme, tc.http2, tc.isDefault)
+		if tc.t.Name() != tc.name || tc.t.HTTP2() != tc.http2 || tc.t.IsDefault() != tc.isDefault {
+			t.Errorf("%+v: %s %v %v, want %s %v %v", tc.t, tc.t.Name(), tc.t.HTTP2(), tc.t.IsDefault(), tc.name, tc.http2, tc.isDefault)
 		}
 	}
 }

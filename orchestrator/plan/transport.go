@@ -48,14 +48,6 @@ func (t Transport) Name() string {
 // the transport could be chosen, and what reports need not mention.
 func (t Transport) IsDefault() bool { return t.protocol() == ProtocolH1 && !t.TLS }
 
-// Scheme is the URL scheme the load generator uses.
-func (t Transport) Scheme() string {
-	if t.TLS {
-		return "https"
-	}
-	return "http"
-}
-
 // HTTP2 reports whether the load speaks HTTP/2.
 func (t Transport) HTTP2() bool { return t.protocol() == ProtocolH2 }
 

@@ -128,7 +128,7 @@ func (c *configRun) deploy(ctx context.Context) error {
 	}
 	c.progress.note(fmt.Sprintf("deploying %s (round %d)", c.cfg.ID(), c.round))
 	c.deployed, err = c.opts.Target.Deploy(ctx, target.Deployment{Config: c.cfg, WAFConfigJSON: wafJSON, RunDir: dir,
-		AuditLog: c.auditLog(), Transport: c.opts.Plan.Transport(), TLS: c.certs})
+		AuditLog: c.auditLog(), Protocol: c.opts.Plan.Protocol, TLS: c.certs})
 	if err != nil {
 		return fmt.Errorf("deploying %s: %w", c.cfg.ID(), err)
 	}

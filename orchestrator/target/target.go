@@ -36,18 +36,26 @@ type Deployment struct {
 	// empty when the configuration writes none; a target that moves the log
 	// (into a pod) keeps its base name.
 	AuditLog string
-	// Transport is how the load generator reaches the proxy (the backend,
-	// for the direct flavor); behind the proxy the backend speaks
-	// HTTP/1.1 in clear.
-	Transport plan.Transport
-	// TLS is the run's certificate when Transport.TLS is set.
+	// Protocol is what the load generator speaks to the proxy (the
+	// backend, for the direct flavor): plan.ProtocolH1 or ProtocolH2, empty
+	// read as HTTP/1.1. Behind the proxy the backend speaks HTTP/1.1.
+	Protocol string
+	// TLS is the run's certificate, which the proxy (the backend, for
+	// direct) serves; nil listens in clear.
 	TLS *tlscert.Files
 }
 
-// ListenerURL is the URL a deployment listening on 127.0.0.1:port serves
-// over d's transport.
+// HTTP2 reports whether the load speaks HTTP/2 to the deployment.
+func (d Deployment) HTTP2() bool { return d.Protocol == plan.ProtocolH2 }
+
+// ListenerURL is the URL a deployment listening on 127.0.0.1:port serves:
+// https when it has a certificate.
 func (d Deployment) ListenerURL(port int) string {
-	return fmt.Sprintf("%s://127.0.0.1:%d", d.Transport.Scheme(), port)
+	scheme := "http"
+	if d.TLS != nil {
+		scheme = "https"
+	}
+	return fmt.Sprintf("%s://127.0.0.1:%d", scheme, port)
 }
 
 // Deployed is a running configuration.

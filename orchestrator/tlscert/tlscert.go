@@ -103,11 +103,7 @@ func Generate(dir string, spec Spec) (Files, error) {
 }
 
 func newCA(now time.Time) (*ecdsa.PrivateKey, *x509.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, fmt.Errorf("tlscert: CA key: %w", err)
-	}
-	serial, err := serialNumber()
+	key, serial, err := newKeyAndSerial()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -133,11 +129,7 @@ func newCA(now time.Time) (*ecdsa.PrivateKey, *x509.Certificate, error) {
 }
 
 func newLeaf(spec Spec, now time.Time, caKey *ecdsa.PrivateKey, ca *x509.Certificate) (*ecdsa.PrivateKey, []byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, fmt.Errorf("tlscert: server key: %w", err)
-	}
-	serial, err := serialNumber()
+	key, serial, err := newKeyAndSerial()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -162,12 +154,18 @@ func newLeaf(spec Spec, now time.Time, caKey *ecdsa.PrivateKey, ca *x509.Certifi
 	return key, der, nil
 }
 
-func serialNumber() (*big.Int, error) {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+// newKeyAndSerial is what every certificate here starts from: a P-256
+// key and a random 127-bit serial number.
+func newKeyAndSerial() (*ecdsa.PrivateKey, *big.Int, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, fmt.Errorf("tlscert: serial number: %w", err)
+		return nil, nil, fmt.Errorf("tlscert: key: %w", err)
 	}
-	return n, nil
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, nil, fmt.Errorf("tlscert: serial number: %w", err)
+	}
+	return key, serial, nil
 }
 
 func certBlock(der []byte) *pem.Block { return &pem.Block{Type: "CERTIFICATE", Bytes: der} }

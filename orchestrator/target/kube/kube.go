@@ -170,7 +170,7 @@ func CheckPlan(p plan.Plan) error {
 		errs = append(errs, fmt.Errorf("flavors %s are not available on the Kubernetes targets (their image has Envoy and the corazawaf builds only): use %s, or the local target",
 			strings.Join(bad, ", "), strings.Join(flavors, ", ")))
 	}
-	if t := p.Transport(); t != (plan.Transport{Protocol: plan.ProtocolH1}) {
+	if t := p.Transport(); !t.IsDefault() {
 		// The in-cluster load generator and the pod's certificate are
 		// not built yet: refused before anything is deployed.
 		errs = append(errs, fmt.Errorf("transport %s is not available on the Kubernetes targets yet (HTTP/1.1 in clear only): run it on the local target", t.Name()))

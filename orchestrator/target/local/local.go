@@ -236,9 +236,6 @@ func NoopModuleBeside(module string) string {
 
 // Deploy implements target.Target.
 func (l *Local) Deploy(ctx context.Context, d target.Deployment) (target.Deployed, error) {
-	if err := checkTLS(d); err != nil {
-		return nil, err
-	}
 	be, err := l.startBackend(ctx, d)
 	if err != nil {
 		return nil, fmt.Errorf("starting the backend: %w", err)
@@ -440,22 +437,13 @@ func (b inProcessBackend) port() int           { return b.s.Port() }
 func (b inProcessBackend) cpuSeconds() float64 { return -1 }
 func (b inProcessBackend) stop() error         { return b.s.Close() }
 
-// checkTLS refuses a TLS transport without its certificate, and one with
-// a certificate but in clear: either would measure another transport.
-func checkTLS(d target.Deployment) error {
-	if d.Transport.TLS != (d.TLS != nil) {
-		return fmt.Errorf("transport %s with certificate %v: a TLS transport needs the run's certificate, and only it", d.Transport.Name(), d.TLS != nil)
-	}
-	return nil
-}
-
 // startBackend starts the backend: behind a proxy an HTTP/1.1 origin in
 // clear; for the direct flavor the edge itself, over the deployment's
 // transport.
 func (l *Local) startBackend(ctx context.Context, d target.Deployment) (runningBackend, error) {
 	o := backend.Options{Cost: l.opts.BackendCost}
 	if d.Config.Flavor == plan.FlavorDirect {
-		o.HTTP2 = d.Transport.HTTP2()
+		o.HTTP2 = d.HTTP2()
 		if d.TLS != nil {
 			o.CertFile, o.KeyFile = d.TLS.Cert, d.TLS.Key
 		}

@@ -59,7 +59,7 @@ func (d *deployed) startNginx(ctx context.Context, dep target.Deployment) error 
 		ModulePath: inst.Module, RulesFile: rules.MainFile,
 		ListenPort: port, UpstreamPort: d.backend.port(),
 		CPUs: d.local.opts.ProxyCPUs, RunDir: runDir, User: workerUser, Group: workerGroup,
-		HTTP2: dep.Transport.HTTP2(),
+		HTTP2: dep.HTTP2(),
 	}
 	if dep.TLS != nil {
 		opts.CertFile, opts.KeyFile = dep.TLS.Cert, dep.TLS.Key

@@ -316,9 +316,11 @@ func sweepAtLowRate(t *testing.T, flavor string, change func(*plan.Plan)) string
 		t.Fatal(err)
 	}
 	// Two steps, or one when other work on the machine made the first fail
-	// (the search then stops: no floor).
-	if len(steps) == 0 || len(steps) > 2 {
-		t.Fatalf("%d steps, want 1 or 2: %+v", len(steps), steps)
+	// (the search then stops: no floor), or a bisection between 10 and 20
+	// RPS when the second fell short: at 40 calls a window, one call
+	// finishing past its edge is 2.5%, over the 1% a step may miss.
+	if len(steps) == 0 || len(steps) > 8 {
+		t.Fatalf("%d steps, want 1 or 2, or a bisection below 20 RPS: %+v", len(steps), steps)
 	}
 	want := plan.Config{Flavor: flavor, Tier: p.Configs()[0].Tier, Shape: plan.ShapeGet}.ID()
 	for _, r := range steps {

@@ -75,7 +75,7 @@ func TestAttacksOverHTTP2AndTLSStopBeforeTheBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	over := target.Deployment{Transport: plan.Transport{Protocol: plan.ProtocolH2, TLS: true}, TLS: &certs}
+	over := target.Deployment{Protocol: plan.ProtocolH2, TLS: &certs}
 	for _, flavor := range []string{plan.FlavorWAF, plan.FlavorNginxModSecurity} {
 		t.Run(flavor, func(t *testing.T) {
 			opts := local.Options{}
