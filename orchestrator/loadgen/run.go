@@ -3,11 +3,13 @@ package loadgen
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"math"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 
@@ -82,55 +84,155 @@ const tailAfterWindow = time.Second
 // sample the proxy at the same instants. Cancelling ctx stops the load
 // early and returns the partial result with ctx's error.
 func Run(ctx context.Context, spec Spec) (Result, error) {
-	spec, err := spec.normalized()
+	all, _, err := RunAll(ctx, []Spec{spec})
+	return all, err
+}
+
+// RunAll is Run for several specs sent at once, each its own Fortio run at
+// its own rate over its own connections, measured over one window: a
+// mixed shape is its members, benign load with a share of attacks is two
+// or more runs. The specs share Warmup, Duration and NoCatchUp; OnEdge is
+// the first spec's (the others must have none). It returns the union of
+// the runs (counts summed, latency over every call of every run, not an
+// average of percentiles, and the load generator's CPU, which is not told
+// apart by run) and each run's own result (its window, without CPU).
+func RunAll(ctx context.Context, specs []Spec) (all Result, each []Result, err error) {
+	specs, err = normalizedAll(specs)
 	if err != nil {
-		return Result{}, fmt.Errorf("loadgen: invalid spec: %w", err)
+		return Result{}, nil, fmt.Errorf("loadgen: invalid spec: %w", err)
 	}
-	if err := checkReachable(ctx, spec.URL); err != nil {
-		return Result{}, err
+	for _, s := range specs {
+		if err := checkReachable(ctx, s.URL); err != nil {
+			return Result{}, nil, err
+		}
 	}
 	quietFortio()
-	opts, err := fortioOptions(spec)
-	if err != nil {
-		return Result{}, err
+	runs := make([]*fortioRun, len(specs))
+	for i, s := range specs {
+		if runs[i], err = newFortioRun(s); err != nil {
+			return Result{}, nil, err
+		}
 	}
-	rec := newRecorder(spec.Connections)
-	opts.AccessLogger = rec
-	stop := abortOnCancel(ctx, opts.Stop)
+	stop := abortOnCancel(ctx, runs)
 	edges, runDone := make(chan windowEdges, 1), make(chan struct{})
-	go driveWindow(ctx, spec, rec, opts.Stop, runDone, edges)
+	go driveWindow(ctx, specs[0], runs, runDone, edges)
 	cpuBefore, err := processCPUSeconds()
 	if err != nil {
 		stop()
 		close(runDone)
-		return Result{}, err
+		return Result{}, nil, err
 	}
-	res, runErr := fhttp.RunHTTPTest(opts)
+	var wg sync.WaitGroup
+	for _, r := range runs {
+		wg.Go(func() { r.res, r.err = fhttp.RunHTTPTest(r.opts) })
+	}
+	wg.Wait()
 	stop()
 	close(runDone)
 	cpuAfter, err := processCPUSeconds()
 	if err != nil {
-		return Result{}, err
+		return Result{}, nil, err
 	}
-	if runErr != nil {
-		return Result{}, fmt.Errorf("loadgen: fortio run against %s: %w", spec.URL, runErr)
+	each = make([]Result, len(runs))
+	for i, r := range runs {
+		if r.err != nil {
+			return Result{}, nil, fmt.Errorf("loadgen: fortio run against %s: %w", r.spec.URL, r.err)
+		}
+		if each[i], err = resultFromFortio(r.spec, r.res); err != nil {
+			return Result{}, nil, err
+		}
 	}
-	result, err := resultFromFortio(spec, res)
-	result.LoadgenCPUSeconds = cpuAfter - cpuBefore
-	if err != nil {
-		return Result{}, err
+	if all, err = union(each); err != nil {
+		return Result{}, nil, err
 	}
+	all.LoadgenCPUSeconds = cpuAfter - cpuBefore
 	if ctx.Err() != nil {
-		return result, fmt.Errorf("loadgen: run interrupted: %w", ctx.Err())
+		return all, each, fmt.Errorf("loadgen: run interrupted: %w", ctx.Err())
 	}
 	edge, ok := <-edges
 	if !ok {
-		return result, fmt.Errorf("loadgen: the run against %s ended before its window did", spec.URL)
+		return all, each, fmt.Errorf("loadgen: the run against %s ended before its window did", specs[0].URL)
 	}
-	w := rec.window(spec.QPS, edge.times[0], edge.times[1], edge.times[2])
-	w.RunDelaySeconds = edge.runDelay[1] - edge.runDelay[0]
-	result.useWindow(w)
-	return result, nil
+	tallies := make([]tally, len(runs))
+	for i, r := range runs {
+		tallies[i] = r.rec.tally(r.spec.QPS, edge.times[0], edge.times[1], edge.times[2])
+		each[i].useWindow(edge.window(r.spec.QPS, tallies[i]))
+	}
+	all.useWindow(edge.window(all.TargetQPS, tallies...))
+	return all, each, nil
+}
+
+// fortioRun is one Fortio run of RunAll and what it recorded.
+type fortioRun struct {
+	spec Spec
+	opts *fhttp.HTTPRunnerOptions
+	rec  *recorder
+	// stop is opts.Stop kept aside: Fortio sets opts.Stop to nil when
+	// the run starts.
+	stop *periodic.Aborter
+	res  *fhttp.HTTPRunnerResults
+	err  error
+}
+
+func newFortioRun(spec Spec) (*fortioRun, error) {
+	opts, err := fortioOptions(spec)
+	if err != nil {
+		return nil, err
+	}
+	rec := newRecorder(spec.Connections)
+	opts.AccessLogger = rec
+	return &fortioRun{spec: spec, opts: opts, rec: rec, stop: opts.Stop}, nil
+}
+
+// normalizedAll normalizes every spec and checks that they can share one
+// window.
+func normalizedAll(specs []Spec) ([]Spec, error) {
+	if len(specs) == 0 {
+		return nil, errors.New("no spec to run")
+	}
+	out := make([]Spec, len(specs))
+	var errs []error
+	for i, s := range specs {
+		n, err := s.normalized()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("spec %d: %w", i, err))
+		}
+		out[i] = n
+		first := specs[0]
+		switch {
+		case i > 0 && (s.Warmup != first.Warmup || s.Duration != first.Duration || s.NoCatchUp != first.NoCatchUp):
+			errs = append(errs, fmt.Errorf("spec %d: Warmup, Duration and NoCatchUp must be the first spec's: the runs share one window", i))
+		case i > 0 && s.OnEdge != nil:
+			errs = append(errs, fmt.Errorf("spec %d: only the first spec's OnEdge is called", i))
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// union is the result of runs sent together, before their window is
+// applied: counts and rates summed, Fortio's status counts merged, the raw
+// results kept side by side. One run's union is itself.
+func union(runs []Result) (Result, error) {
+	if len(runs) == 1 {
+		return runs[0], nil
+	}
+	u := Result{Codes: map[int]int64{}}
+	raws := make([]json.RawMessage, len(runs))
+	for i, r := range runs {
+		u.TargetQPS, u.ActualQPS = u.TargetQPS+r.TargetQPS, u.ActualQPS+r.ActualQPS
+		u.Duration = max(u.Duration, r.Duration)
+		u.Scheduled, u.Completed, u.Non2xx = u.Scheduled+r.Scheduled, u.Completed+r.Completed, u.Non2xx+r.Non2xx
+		u.SocketErrors, u.SocketsOpened = u.SocketErrors+r.SocketErrors, u.SocketsOpened+r.SocketsOpened
+		for code, n := range r.Codes {
+			u.Codes[code] += n
+		}
+		raws[i] = r.RawJSON
+	}
+	var err error
+	if u.RawJSON, err = json.Marshal(raws); err != nil {
+		return Result{}, fmt.Errorf("loadgen: encode fortio results: %w", err)
+	}
+	return u, nil
 }
 
 // windowEdges is what driveWindow marks: the window's start and end and
@@ -140,16 +242,30 @@ type windowEdges struct {
 	runDelay [2]float64
 }
 
-// driveWindow waits for Fortio's first call, marks the window's edges
-// (calling spec.OnEdge at each) and stops the run after the tail. It
-// sends the edges on done, or closes it when the run ended first.
-func driveWindow(ctx context.Context, spec Spec, rec *recorder, aborter *periodic.Aborter, runDone <-chan struct{}, done chan<- windowEdges) {
+// window is the window of runs at a total rate qps, from their tallies.
+func (e windowEdges) window(qps float64, tallies ...tally) Window {
+	w := windowOf(e.times[0], e.times[1], qps, tallies...)
+	w.RunDelaySeconds = e.runDelay[1] - e.runDelay[0]
+	return w
+}
+
+// driveWindow waits for every run's first call, marks the window's edges
+// (calling spec.OnEdge at each) and stops the runs after the tail. It
+// sends the edges on done, or closes it when the runs ended first. The
+// warm-up counts from the last run's first call, so every run is warm
+// when the window opens.
+func driveWindow(ctx context.Context, spec Spec, runs []*fortioRun, runDone <-chan struct{}, done chan<- windowEdges) {
 	defer close(done)
 	var first time.Time
-	select {
-	case first = <-rec.started:
-	case <-runDone:
-		return
+	for _, r := range runs {
+		select {
+		case started := <-r.rec.started:
+			if started.After(first) {
+				first = started
+			}
+		case <-runDone:
+			return
+		}
 	}
 	var edges windowEdges
 	for i, at := range []time.Time{first.Add(spec.Warmup), first.Add(spec.Warmup + spec.Duration)} {
@@ -171,7 +287,9 @@ func driveWindow(ctx context.Context, spec Spec, rec *recorder, aborter *periodi
 	case <-ctx.Done():
 	}
 	edges.times[2] = time.Now()
-	aborter.Abort(false)
+	for _, r := range runs {
+		r.stop.Abort(false)
+	}
 	done <- edges
 }
 
@@ -251,14 +369,16 @@ func fortioOptions(spec Spec) (*fhttp.HTTPRunnerOptions, error) {
 	return opts, nil
 }
 
-// abortOnCancel stops the Fortio run when ctx ends; the returned func
-// releases the watcher once the run is over.
-func abortOnCancel(ctx context.Context, aborter *periodic.Aborter) (release func()) {
+// abortOnCancel stops the Fortio runs when ctx ends; the returned func
+// releases the watcher once the runs are over.
+func abortOnCancel(ctx context.Context, runs []*fortioRun) (release func()) {
 	finished := make(chan struct{})
 	go func() {
 		select {
 		case <-ctx.Done():
-			aborter.Abort(false)
+			for _, r := range runs {
+				r.stop.Abort(false)
+			}
 		case <-finished:
 		}
 	}()

@@ -64,16 +64,6 @@ type Spec struct {
 	CAFile string
 }
 
-// Client names the Fortio client a spec runs with, for the metadata:
-// "fortio-fast" (Fortio's own HTTP/1.1 client) or "fortio-std-h2"
-// (net/http with golang.org/x/net/http2).
-func (s Spec) Client() string {
-	if s.HTTP2 {
-		return "fortio-std-h2"
-	}
-	return "fortio-fast"
-}
-
 // Edge names the two edges of the measured window.
 type Edge int
 

@@ -112,57 +112,82 @@ const socketError = -1
 // window counts the recorded calls against the window [start, end) for a
 // run at qps over the recorder's connections that was stopped at stopped.
 func (r *recorder) window(qps float64, start, end, stopped time.Time) Window {
+	return windowOf(start, end, qps, r.tally(qps, start, end, stopped))
+}
+
+// tally is what one recorder saw of a window: its counts and its latency
+// samples (ns), kept apart so that the windows of runs sent together can
+// be merged call by call (windowOf), not percentile by percentile.
+type tally struct {
+	completed, ok, non2xx, socketErrors, intended, unsent int64
+	raw, corrected, lateness                              []float64
+}
+
+// windowOf is the window [start, end) of runs at a total rate qps, from
+// each run's tally.
+func windowOf(start, end time.Time, qps float64, tallies ...tally) Window {
 	w := Window{Start: start, End: end, Scheduled: qps * end.Sub(start).Seconds()}
-	lo, hi := start.Sub(r.epoch).Nanoseconds(), end.Sub(r.epoch).Nanoseconds()
-	stop := stopped.Sub(r.epoch).Nanoseconds()
-	interval := float64(len(r.calls)) / qps * 1e9 // per connection, ns
-	runStart := r.runStart(interval)
 	var raw, corrected, lateness []float64
-	for conn, calls := range r.calls {
-		first := runStart + interval*float64(conn)/float64(len(r.calls))
-		intended := func(iter int64) int64 { return int64(math.Round(first + float64(iter)*interval)) }
-		next := int64(0) // the first slot not yet sent
-		for i, c := range calls {
-			w.countCompletion(c, lo, hi)
-			next = c.iter + 1
-			t := intended(c.iter)
-			if t < lo || t >= hi {
-				continue
-			}
-			w.Intended++
-			raw = append(raw, float64(c.end-c.start))
-			// A start a hair before the estimated intended time is the
-			// estimate's error, not an early send.
-			corrected = append(corrected, float64(c.end-min(t, c.start)))
-			if i == 0 || calls[i-1].end <= t {
-				lateness = append(lateness, float64(max(c.start-t, 0)))
-			}
-		}
-		for slot := next; intended(slot) < hi; slot++ {
-			if t := intended(slot); t >= lo {
-				w.Intended++
-				w.Unsent++
-				corrected = append(corrected, float64(max(stop-t, 0)))
-			}
-		}
+	for _, t := range tallies {
+		w.Completed, w.OK, w.Non2xx, w.SocketErrors = w.Completed+t.completed, w.OK+t.ok, w.Non2xx+t.non2xx, w.SocketErrors+t.socketErrors
+		w.Intended, w.Unsent = w.Intended+t.intended, w.Unsent+t.unsent
+		raw, corrected, lateness = append(raw, t.raw...), append(corrected, t.corrected...), append(lateness, t.lateness...)
 	}
 	w.Raw, w.Corrected, w.Lateness = latencyOf(raw), latencyOf(corrected), latencyOf(lateness)
 	return w
 }
 
-// countCompletion adds c to the window's counts if it ended inside it.
-func (w *Window) countCompletion(c call, lo, hi int64) {
+// tally counts the recorded calls against [start, end) as window does.
+func (r *recorder) tally(qps float64, start, end, stopped time.Time) tally {
+	var t tally
+	lo, hi := start.Sub(r.epoch).Nanoseconds(), end.Sub(r.epoch).Nanoseconds()
+	stop := stopped.Sub(r.epoch).Nanoseconds()
+	interval := float64(len(r.calls)) / qps * 1e9 // per connection, ns
+	runStart := r.runStart(interval)
+	for conn, calls := range r.calls {
+		first := runStart + interval*float64(conn)/float64(len(r.calls))
+		intended := func(iter int64) int64 { return int64(math.Round(first + float64(iter)*interval)) }
+		next := int64(0) // the first slot not yet sent
+		for i, c := range calls {
+			t.countCompletion(c, lo, hi)
+			next = c.iter + 1
+			at := intended(c.iter)
+			if at < lo || at >= hi {
+				continue
+			}
+			t.intended++
+			t.raw = append(t.raw, float64(c.end-c.start))
+			// A start a hair before the estimated intended time is the
+			// estimate's error, not an early send.
+			t.corrected = append(t.corrected, float64(c.end-min(at, c.start)))
+			if i == 0 || calls[i-1].end <= at {
+				t.lateness = append(t.lateness, float64(max(c.start-at, 0)))
+			}
+		}
+		for slot := next; intended(slot) < hi; slot++ {
+			if at := intended(slot); at >= lo {
+				t.intended++
+				t.unsent++
+				t.corrected = append(t.corrected, float64(max(stop-at, 0)))
+			}
+		}
+	}
+	return t
+}
+
+// countCompletion adds c to the counts if it ended inside [lo, hi).
+func (t *tally) countCompletion(c call, lo, hi int64) {
 	if c.end < lo || c.end >= hi {
 		return
 	}
-	w.Completed++
+	t.completed++
 	switch {
 	case c.code == socketError:
-		w.SocketErrors++
+		t.socketErrors++
 	case c.code >= 200 && c.code <= 299:
-		w.OK++
+		t.ok++
 	default:
-		w.Non2xx++
+		t.non2xx++
 	}
 }
 

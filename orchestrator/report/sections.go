@@ -33,6 +33,7 @@ var sectionKinds = map[string]sectionRenderer{
 	"ground-truth": groundTruthTable,
 	"memory":       memoryTable,
 	"audit":        auditTable,
+	"transport":    transportTable,
 	"slo":          sloTable,
 	"module-cost":  moduleCostTable,
 	"engine":       engineTable,

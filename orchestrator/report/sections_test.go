@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
 	"github.com/wafsweep/wafsweep/orchestrator/internal/repofiles"
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
 )
 
 // docsWithFigures are the documents that must quote their figures through
@@ -188,9 +190,6 @@ func TestSLOTableSetsSweepsSideBySide(t *testing.T) {
 	writeSweep := func(name string, env []string, knee int, slo map[float64]int) {
 		t.Helper()
 		d := filepath.Join(dir, name)
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
 		meta := dataset.Metadata{SchemaVersion: dataset.SchemaVersion, SweepID: name}
 		meta.Plan.EnvoyEnv = env
 		config := dataset.KneeRow{SweepID: name, Round: dataset.AllRounds, Rounds: 1, ConfigID: "waf/full-crs/get",
@@ -200,21 +199,7 @@ func TestSLOTableSetsSweepsSideBySide(t *testing.T) {
 			sloRows = append(sloRows, dataset.SLOKneeRow{SweepID: name, Round: dataset.AllRounds, Rounds: 1, ConfigID: config.ConfigID,
 				Flavor: "waf", Tier: "full-crs", Shape: "get", SLOMs: ms, KneeRPS: rps, Status: "searched"})
 		}
-		steps, err := os.Create(filepath.Join(d, dataset.StepsFile))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer steps.Close()
-		for _, err := range []error{
-			dataset.WriteMetadata(filepath.Join(d, dataset.MetadataFile), meta),
-			dataset.WriteKnees(filepath.Join(d, dataset.KneesFile), []dataset.KneeRow{config}),
-			dataset.WriteSLOKnees(filepath.Join(d, dataset.SLOKneesFile), sloRows),
-			dataset.WriteStepsHeader(steps),
-		} {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
+		writeSweepFiles(t, d, meta, []dataset.KneeRow{config}, sloRows, nil)
 	}
 	writeSweep("a", nil, 800, map[float64]int{10: 120, 50: 600})
 	writeSweep("b", []string{"GOGC=400"}, 780, map[float64]int{10: 255})
@@ -230,5 +215,74 @@ func TestSLOTableSetsSweepsSideBySide(t *testing.T) {
 		if !strings.Contains(string(got), want) {
 			t.Errorf("want %q in\n%s", want, got)
 		}
+	}
+}
+
+// writeSweepFiles writes a sweep directory that dataset.ReadSweep reads.
+func writeSweepFiles(t *testing.T, dir string, meta dataset.Metadata, knees []dataset.KneeRow, slo []dataset.SLOKneeRow, steps []dataset.StepRow) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w, err := dataset.OpenStepWriter(filepath.Join(dir, dataset.StepsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range steps {
+		if err := w.Write(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, err := range []error{
+		w.Close(),
+		dataset.WriteMetadata(filepath.Join(dir, dataset.MetadataFile), meta),
+		dataset.WriteKnees(filepath.Join(dir, dataset.KneesFile), knees),
+		dataset.WriteSLOKnees(filepath.Join(dir, dataset.SLOKneesFile), slo),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The transport kind names each sweep's transport beside its knees, and
+// the load generator's CPU per request in the passing run at each round's
+// knee (not in a failed run above it); audited configurations are the
+// audit table's.
+func TestTransportTableNamesTheTransport(t *testing.T) {
+	dir := t.TempDir()
+	writeSweep := func(name string, transport plan.Transport, loadgenCPU float64) {
+		t.Helper()
+		meta := dataset.Metadata{SchemaVersion: dataset.SchemaVersion, SweepID: name}
+		meta.Plan.Protocol, meta.Plan.TLS = transport.Protocol, transport.TLS
+		row := dataset.KneeRow{SweepID: name, Round: 0, Rounds: 1, ConfigID: "waf/full-crs/json_1k", Flavor: "waf", Tier: "full-crs",
+			Shape: "json_1k", KneeRPS: 100, CoresPer1kAtKnee: 9.5, P99MsAtKnee: 12.25, AuditBytesPerReqAtKnee: math.NaN(), Transport: transport}
+		all := row
+		all.Round = dataset.AllRounds
+		audited := all
+		audited.ConfigID, audited.Tier, audited.AuditBytesPerReqAtKnee = "waf/full-crs-audit/json_1k", "full-crs-audit", 1200
+		step := func(rate int, verdict string, cpu float64) dataset.StepRow {
+			return dataset.StepRow{SweepID: name, ConfigID: row.ConfigID, Flavor: "waf", Tier: "full-crs", Shape: "json_1k",
+				Seq: rate, Kind: "ladder", TargetRPS: rate, Completed: 1000, LoadgenCPUS: cpu, Verdict: verdict, Transport: transport}
+		}
+		writeSweepFiles(t, filepath.Join(dir, name), meta, []dataset.KneeRow{row, all, audited}, nil,
+			[]dataset.StepRow{step(100, dataset.VerdictPass, loadgenCPU), step(200, dataset.VerdictFail, 1)})
+	}
+	writeSweep("a", plan.Transport{Protocol: plan.ProtocolH1}, 0.02)
+	writeSweep("b", plan.Transport{Protocol: plan.ProtocolH2, TLS: true}, 0.05)
+	got, err := transportTable(dir, []string{"a", "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| `a` | h1 | `waf/full-crs/json_1k` | 100 | 1 | 9.500 | 12.2 | 20 |",
+		"| `b` | h2+tls | `waf/full-crs/json_1k` | 100 | 1 | 9.500 | 12.2 | 50 |",
+	} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("want %q in\n%s", want, got)
+		}
+	}
+	if strings.Contains(string(got), "full-crs-audit") {
+		t.Errorf("an audited configuration is in the table:\n%s", got)
 	}
 }

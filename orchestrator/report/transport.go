@@ -1,0 +1,58 @@
+package report
+
+import (
+	"bytes"
+	"path/filepath"
+
+	"github.com/wafsweep/wafsweep/orchestrator/dataset"
+)
+
+// transportTable is the generated doc section of kind "transport": each
+// dataset's configurations with the transport the load reached them over,
+// so that sweeps differing in it are read side by side. The audit log's
+// configurations are left to the "audit" table. Beside the proxy's
+// figures it gives the load generator's own CPU per request at the knee:
+// over HTTP/2 it is Fortio's standard client, a heavier instrument.
+func transportTable(dir string, datasets []string) ([]byte, error) {
+	var b bytes.Buffer
+	writeTableHeader(&b, []string{"Dataset", "Transport", "Config", "Knee RPS", "Rounds (min-max)",
+		"Cores/1k RPS", "p99 ms", "Load generator µs CPU/request"})
+	for _, d := range datasets {
+		sw, err := dataset.ReadSweep(filepath.Join(dir, d))
+		if err != nil {
+			return nil, err
+		}
+		name := sw.Meta.Plan.Transport().Name()
+		for _, k := range sortedSummary(sw) {
+			if audited(k) {
+				continue
+			}
+			writeTableRow(&b, []string{"`" + shownPath(d) + "`", name, "`" + k.ConfigID + "`", kneeText(k), roundsText(k),
+				fmtNum(k.CoresPer1kAtKnee, 3), fmtNum(k.P99MsAtKnee, 1), fmtNum(loadgenMicrosAtKnee(sw, k.ConfigID), 0)})
+		}
+	}
+	return b.Bytes(), nil
+}
+
+// loadgenMicrosAtKnee is the load generator's CPU per completed request
+// in each round's last passing capacity step at that round's knee, the
+// median over rounds (NaN when no round has one).
+func loadgenMicrosAtKnee(sw dataset.Sweep, configID string) float64 {
+	var perRound []float64
+	for _, k := range sw.Knees {
+		if k.ConfigID != configID || k.Round == dataset.AllRounds || k.Invalid || k.KneeRPS <= 0 {
+			continue
+		}
+		var at *dataset.StepRow
+		for i, s := range sw.Steps {
+			if s.ConfigID == configID && s.Round == k.Round && s.IsCapacity() && s.TargetRPS == k.KneeRPS &&
+				s.Verdict == dataset.VerdictPass && s.Completed > 0 {
+				at = &sw.Steps[i]
+			}
+		}
+		if at != nil {
+			perRound = append(perRound, at.LoadgenCPUS/float64(at.Completed)*1e6)
+		}
+	}
+	return dataset.Median(perRound)
+}
