@@ -4,7 +4,7 @@
 //	               row by row; also the resume journal (Journal)
 //	knees.csv      one row per config and round plus one aggregate row per
 //	               config with round "all" (KneeRow), rebuilt with BuildKnees
-//	raw/...        Fortio result JSON, payload stripped, gzip (WriteRawGzip)
+//	raw/...        Fortio result JSON, payload stripped, run CA path replaced, gzip (WriteRawGzip)
 //	metadata.json  what is needed to reproduce the sweep (Metadata)
 //
 // Each CSV schema is declared once, as an ordered list of columns bound to

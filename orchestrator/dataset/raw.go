@@ -1,9 +1,7 @@
 package dataset
 
 import (
-	"bytes"
 	"compress/gzip"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -28,22 +26,4 @@ func WriteRawGzip(dir, relName string, jsonBytes []byte) error {
 		}
 		return zw.Close()
 	})
-}
-
-// StripPayload removes the top-level "Payload" field of a Fortio result JSON
-// (the request body, base64, copied from the run options) and keeps every
-// other field as it was. The result is compact JSON with keys sorted.
-func StripPayload(fortioJSON []byte) ([]byte, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(fortioJSON, &fields); err != nil {
-		return nil, fmt.Errorf("strip payload: want a JSON object: %w", err)
-	}
-	delete(fields, "Payload")
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // keep strings byte for byte
-	if err := enc.Encode(fields); err != nil {
-		return nil, fmt.Errorf("strip payload: %w", err)
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

@@ -3,7 +3,6 @@ package dataset
 import (
 	"bytes"
 	"compress/gzip"
-	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -38,33 +37,6 @@ func TestWriteRawGzip(t *testing.T) {
 	for _, bad := range []string{"../escape.json.gz", "/abs.json.gz", ""} {
 		if err := WriteRawGzip(dir, bad, body); err == nil {
 			t.Errorf("WriteRawGzip accepted %q", bad)
-		}
-	}
-}
-
-func TestStripPayload(t *testing.T) {
-	in := []byte(`{"RunType":"HTTP","Payload":"eyJvcmRlcklkIjoxfQ==","URL":"http://h/a?x=1&y=<2>",
-		"DurationHistogram":{"Count":3,"Avg":0.000412,"Percentiles":[{"Percentile":99,"Value":0.0021}]},
-		"Nested":{"Payload":"kept"},"RetCodes":{"200":3}}`)
-	out, err := StripPayload(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got, want map[string]any
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("output is not JSON: %v", err)
-	}
-	json.Unmarshal(in, &want)
-	delete(want, "Payload")
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("StripPayload = %s", out)
-	}
-	if !strings.Contains(string(out), `y=<2>`) {
-		t.Errorf("strings were re-escaped: %s", out)
-	}
-	for _, bad := range []string{`[1,2]`, `not json`, ``} {
-		if _, err := StripPayload([]byte(bad)); err == nil {
-			t.Errorf("StripPayload accepted %q", bad)
 		}
 	}
 }

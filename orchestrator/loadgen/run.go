@@ -388,7 +388,7 @@ func abortOnCancel(ctx context.Context, runs []*fortioRun) (release func()) {
 // resultFromFortio counts a Fortio run the sweep's way (Run then takes the
 // window's counts). LoadgenCPUSeconds is left to the caller.
 func resultFromFortio(spec Spec, res *fhttp.HTTPRunnerResults) (Result, error) {
-	raw, err := rawJSONWithoutPayload(res)
+	raw, err := archivedJSON(res)
 	if err != nil {
 		return Result{}, err
 	}
@@ -429,9 +429,15 @@ func resultFromFortio(spec Spec, res *fhttp.HTTPRunnerResults) (Result, error) {
 	return r, nil
 }
 
-// rawJSONWithoutPayload keeps Fortio's full result for archiving minus the
-// request body, which Fortio stores base64 and which can be large.
-func rawJSONWithoutPayload(res *fhttp.HTTPRunnerResults) ([]byte, error) {
+// RunCA stands in the archived result for the CA file a run trusted: the
+// file is the run's own, in a temporary directory gone after the sweep, so
+// its path says nothing about the result and names the machine.
+const RunCA = "<run CA>"
+
+// archivedJSON is Fortio's full result for archiving minus the request
+// body, which Fortio stores base64 and which can be large, and with the CA
+// file's path replaced by RunCA.
+func archivedJSON(res *fhttp.HTTPRunnerResults) ([]byte, error) {
 	full, err := json.Marshal(res)
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: encode fortio result: %w", err)
@@ -441,6 +447,9 @@ func rawJSONWithoutPayload(res *fhttp.HTTPRunnerResults) ([]byte, error) {
 		return nil, fmt.Errorf("loadgen: decode fortio result: %w", err)
 	}
 	delete(fields, "Payload")
+	if res.CACert != "" {
+		fields["CACert"], _ = json.Marshal(RunCA)
+	}
 	out, err := json.Marshal(fields)
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: encode fortio result: %w", err)

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,10 @@ func TestRunAndProbeSpeakTheTransport(t *testing.T) {
 			}
 			if res.CompletionRatio() < 0.99 || res.Non2xx != 0 || res.SocketErrors != 0 {
 				t.Errorf("completed %d of %d, non-2xx %d, socket errors %d", res.Completed, res.Scheduled, res.Non2xx, res.SocketErrors)
+			}
+			var raw struct{ CACert string }
+			if err := json.Unmarshal(res.RawJSON, &raw); err != nil || (raw.CACert == RunCA) != tc.tls {
+				t.Errorf("the archived result names the CA as %q (%v): want %q over TLS, nothing otherwise", raw.CACert, err, RunCA)
 			}
 			if res.SocketsOpened != int64(spec.Connections) {
 				t.Errorf("opened %d connections, want %d", res.SocketsOpened, spec.Connections)
