@@ -2,7 +2,9 @@ package dataset
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sync"
 
@@ -16,7 +18,11 @@ import (
 type Journal struct {
 	mu     sync.Mutex
 	w      *StepWriter
-	rows   []StepRow
+	// members appends to members.csv beside steps.csv, opened with the
+	// first mixed step.
+	members     *appender[MemberRow]
+	membersPath string
+	rows        []StepRow
 	byKey  map[stepKey]bool
 	counts map[searchKey]int
 }
@@ -39,7 +45,7 @@ func OpenJournal(path string) (*Journal, error) {
 		w.Close()
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
-	j := &Journal{w: w, byKey: map[stepKey]bool{}, counts: map[searchKey]int{}}
+	j := &Journal{w: w, membersPath: filepath.Join(filepath.Dir(path), MembersFile), byKey: map[stepKey]bool{}, counts: map[searchKey]int{}}
 	for _, r := range rows {
 		j.remember(r)
 	}
@@ -52,9 +58,10 @@ func (j *Journal) remember(r StepRow) {
 	j.counts[searchKey{r.Round, r.ConfigID}]++
 }
 
-// Append records a measured step. Within a search, steps must come in seq
-// order from 0 without gaps, and a (round, config, seq) is written once.
-func (j *Journal) Append(row StepRow) error {
+// Append records a measured step, and the members of a mixed shape's step
+// first (see ReadMembers). Within a search, steps must come in seq order
+// from 0 without gaps, and a (round, config, seq) is written once.
+func (j *Journal) Append(row StepRow, members ...MemberRow) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.byKey[row.key()] {
@@ -63,10 +70,37 @@ func (j *Journal) Append(row StepRow) error {
 	if next := j.counts[searchKey{row.Round, row.ConfigID}]; row.Seq != next {
 		return fmt.Errorf("journal: step (%s) out of order: the next seq of this search is %d", row.key(), next)
 	}
+	if err := j.appendMembers(row, members); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
 	if err := j.w.Write(row); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
 	j.remember(row)
+	return nil
+}
+
+func (j *Journal) appendMembers(row StepRow, members []MemberRow) error {
+	for _, m := range members {
+		if !m.Of(row) {
+			return fmt.Errorf("member %s of step (round %d, config %s, seq %d) given with step (%s)", m.Member, m.Round, m.ConfigID, m.Seq, row.key())
+		}
+	}
+	if len(members) == 0 {
+		return nil
+	}
+	if j.members == nil {
+		a, err := openAppender(j.membersPath, memberSchema)
+		if err != nil {
+			return fmt.Errorf("open members %s: %w", j.membersPath, err)
+		}
+		j.members = a
+	}
+	for i := range members {
+		if err := j.members.write(&members[i]); err != nil {
+			return fmt.Errorf("append member %s of step (%s) to %s: %w", members[i].Member, row.key(), j.membersPath, err)
+		}
+	}
 	return nil
 }
 
@@ -96,9 +130,13 @@ func (j *Journal) Rows() []StepRow {
 	return slices.Clone(j.rows)
 }
 
-// Close closes the underlying file.
+// Close closes the underlying files.
 func (j *Journal) Close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.w.Close()
+	err := j.w.Close()
+	if j.members != nil {
+		err = errors.Join(err, j.members.close())
+	}
+	return err
 }

@@ -16,10 +16,12 @@ type Sweep struct {
 	Steps    []StepRow
 	Knees    []KneeRow
 	SLOKnees []SLOKneeRow
+	// Members are the mixed shapes' steps' members (members.csv, when
+	// the sweep has a mix).
+	Members []MemberRow
 }
 
-// ReadSweep reads the metadata and the three CSV files of a sweep's
-// directory.
+// ReadSweep reads the metadata and the CSV files of a sweep's directory.
 func ReadSweep(dir string) (Sweep, error) {
 	var s Sweep
 	var err error
@@ -32,6 +34,9 @@ func ReadSweep(dir string) (Sweep, error) {
 	if s.Knees, err = ReadKnees(filepath.Join(dir, KneesFile)); err != nil {
 		return s, err
 	}
-	s.SLOKnees, err = ReadSLOKnees(filepath.Join(dir, SLOKneesFile))
+	if s.SLOKnees, err = ReadSLOKnees(filepath.Join(dir, SLOKneesFile)); err != nil {
+		return s, err
+	}
+	s.Members, err = ReadMembers(filepath.Join(dir, MembersFile))
 	return s, err
 }

@@ -19,6 +19,11 @@ type Shape struct {
 	// into ARGS (json.items.0.sku ...). Coraza also records one length entry
 	// per array, which this count leaves out.
 	Fields int
+	// Members are a mix's shapes, sent together in proportion to their
+	// weights (see MixPrefix); nil for a plain shape. A mix's Bytes and
+	// Fields are its members' weighted means, and it has no Method or Body
+	// of its own.
+	Members []Member
 }
 
 // bodySpec sizes one JSON shape: items line items, padded to about bytes.
@@ -37,6 +42,9 @@ var jsonShapes = map[string]bodySpec{
 // ShapeByName builds the request of a shape. Bodies are generated
 // deterministically, so every run and every flavor sends identical bytes.
 func ShapeByName(name string) (Shape, error) {
+	if IsMix(name) {
+		return mixShape(name)
+	}
 	if name == ShapeGet {
 		return Shape{Name: name, Method: http.MethodGet}, nil
 	}

@@ -14,7 +14,7 @@ func (p Plan) Validate() error {
 	var errs []error
 	errs = append(errs, checkNames("flavor", p.Flavors, Flavors())...)
 	errs = append(errs, p.checkTiers()...)
-	errs = append(errs, checkNames("shape", p.Shapes, Shapes())...)
+	errs = append(errs, p.checkShapes()...)
 	errs = append(errs, p.checkLadder()...)
 	errs = append(errs, p.checkFloor()...)
 	errs = append(errs, p.checkRun()...)
@@ -64,6 +64,31 @@ func checkNames(kind string, names, known []string) []error {
 			errs = append(errs, fmt.Errorf("%s %q listed twice: remove the duplicate", kind, n))
 		}
 		seen[n] = true
+	}
+	return errs
+}
+
+// checkShapes is checkNames for shapes, with a mix checked member by
+// member (see MixPrefix).
+func (p Plan) checkShapes() []error {
+	var plain []string
+	var errs []error
+	seen := map[string]bool{}
+	for _, s := range p.Shapes {
+		if !IsMix(s) {
+			plain = append(plain, s)
+			continue
+		}
+		if _, err := parseMix(s); err != nil {
+			errs = append(errs, err)
+		}
+		if seen[s] {
+			errs = append(errs, fmt.Errorf("shape %q listed twice: remove the duplicate", s))
+		}
+		seen[s] = true
+	}
+	if len(plain) > 0 || len(p.Shapes) == 0 {
+		errs = append(errs, checkNames("shape", plain, Shapes())...)
 	}
 	return errs
 }

@@ -54,18 +54,22 @@ func Family(tier string) string {
 	return tier
 }
 
-// Checks lists what a configuration must pass: every shape benign, and the
-// attacks its tier blocks when the flavor has a WAF.
+// Checks lists what a configuration must pass: its shape benign (each
+// member of a mix), and the attacks its tier blocks when the flavor has a
+// WAF.
 func Checks(cfg plan.Config) ([]Check, error) {
 	var checks []Check
-	shapes := []string{cfg.Shape}
-	for _, name := range shapes {
-		shape, err := plan.ShapeByName(name)
-		if err != nil {
-			return nil, err
-		}
-		checks = append(checks, Check{Name: "benign " + name, Method: shape.Method, Path: "/api/orders",
-			ContentType: shape.ContentType, Body: shape.Body, WantStatus: 200})
+	shape, err := plan.ShapeByName(cfg.Shape)
+	if err != nil {
+		return nil, err
+	}
+	members := shape.Members // a mix sends each of them
+	if members == nil {
+		members = []plan.Member{{Shape: shape, Weight: 1}}
+	}
+	for _, m := range members {
+		checks = append(checks, Check{Name: "benign " + m.Shape.Name, Method: m.Shape.Method, Path: "/api/orders",
+			ContentType: m.Shape.ContentType, Body: m.Shape.Body, WantStatus: 200})
 	}
 	if cfg.Tier == plan.TierModuleOff || cfg.Flavor == plan.FlavorEnvoyNoopModule {
 		// Proof that the module inspects nothing: an attack every tier

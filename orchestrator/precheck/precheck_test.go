@@ -66,3 +66,16 @@ func TestUninspectedConfigsLetAnAttackThrough(t *testing.T) {
 		}
 	}
 }
+
+// A mix's pre-check sends each member's benign request.
+func TestChecksOfAMixSendEachMember(t *testing.T) {
+	checks, err := Checks(plan.Config{Flavor: "envoy", Tier: "none", Shape: "mix:get=60,json_10k=40"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	json10k, _ := plan.ShapeByName(plan.ShapeJSON10K)
+	if len(checks) != 2 || checks[0].Name != "benign get" || checks[0].Method != "GET" ||
+		checks[1].Name != "benign json_10k" || string(checks[1].Body) != string(json10k.Body) {
+		t.Errorf("checks %+v: want the benign get and json_10k", checks)
+	}
+}

@@ -52,7 +52,11 @@ func Generate(dir string, steps []dataset.StepRow, knees []dataset.KneeRow, meta
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	md := renderMarkdown(meta, steps, knees, summary, slo, panels, heatmaps)
+	members, err := dataset.ReadMembers(filepath.Join(dir, dataset.MembersFile))
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	md := renderMarkdown(meta, steps, knees, summary, slo, members, panels, heatmaps)
 	if err := os.WriteFile(filepath.Join(dir, "report.md"), md, 0o644); err != nil {
 		return fmt.Errorf("report: write report.md: %w", err)
 	}

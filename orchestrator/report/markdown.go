@@ -38,7 +38,8 @@ func writeSmokeWarning(b *bytes.Buffer, meta dataset.Metadata) {
 	}
 }
 
-func renderMarkdown(meta dataset.Metadata, steps []dataset.StepRow, knees, summary []dataset.KneeRow, slo []dataset.SLOKneeRow, panels []panel, heatmaps []plot) []byte {
+func renderMarkdown(meta dataset.Metadata, steps []dataset.StepRow, knees, summary []dataset.KneeRow, slo []dataset.SLOKneeRow,
+	members []dataset.MemberRow, panels []panel, heatmaps []plot) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# %s\n\n", mdText(reportTitle(meta)))
 	writeSmokeWarning(&b, meta)
@@ -50,6 +51,7 @@ func renderMarkdown(meta dataset.Metadata, steps []dataset.StepRow, knees, summa
 	writeMethod(&b, summary, descentFloor(meta, steps))
 	writeKneeTable(&b, steps, summary)
 	writeAuditSection(&b, summary, flavorOrder(steps, summary))
+	writeMixSection(&b, steps, knees, summary, members)
 	writeRoundTable(&b, knees)
 	writePlots(&b, steps, panels)
 	writeReproduce(&b, meta)

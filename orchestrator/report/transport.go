@@ -35,22 +35,12 @@ func transportTable(dir string, datasets []string) ([]byte, error) {
 }
 
 // loadgenMicrosAtKnee is the load generator's CPU per completed request
-// in each round's last passing capacity step at that round's knee, the
-// median over rounds (NaN when no round has one).
+// in the run at each round's knee (kneeSteps), the median over rounds (NaN
+// when no round has one).
 func loadgenMicrosAtKnee(sw dataset.Sweep, configID string) float64 {
 	var perRound []float64
-	for _, k := range sw.Knees {
-		if k.ConfigID != configID || k.Round == dataset.AllRounds || k.Invalid || k.KneeRPS <= 0 {
-			continue
-		}
-		var at *dataset.StepRow
-		for i, s := range sw.Steps {
-			if s.ConfigID == configID && s.Round == k.Round && s.IsCapacity() && s.TargetRPS == k.KneeRPS &&
-				s.Verdict == dataset.VerdictPass && s.Completed > 0 {
-				at = &sw.Steps[i]
-			}
-		}
-		if at != nil {
+	for _, at := range kneeSteps(sw.Steps, sw.Knees, configID) {
+		if at.Completed > 0 {
 			perRound = append(perRound, at.LoadgenCPUS/float64(at.Completed)*1e6)
 		}
 	}

@@ -58,11 +58,11 @@ func (c *configRun) run(ctx context.Context) (err error) {
 		if done || err != nil {
 			return err
 		}
-		row, err := c.step(ctx, rate, kind, sloMs)
+		row, members, err := c.step(ctx, rate, kind, sloMs)
 		if err != nil {
 			return err
 		}
-		if err := c.journal.Append(row); err != nil {
+		if err := c.journal.Append(row, members...); err != nil {
 			return err
 		}
 		if row.IsCapacity() {
@@ -93,11 +93,11 @@ func (c *configRun) runBaselines(ctx context.Context, rates []int) (err error) {
 	}
 	for _, rate := range rates {
 		for try := 0; try < 2; try++ {
-			row, err := c.step(ctx, rate, dataset.KindBaseline, 0)
+			row, members, err := c.step(ctx, rate, dataset.KindBaseline, 0)
 			if err != nil {
 				return err
 			}
-			if err := c.journal.Append(row); err != nil {
+			if err := c.journal.Append(row, members...); err != nil {
 				return err
 			}
 			c.progress.stepDone(c.cfg, row)
@@ -110,7 +110,7 @@ func (c *configRun) runBaselines(ctx context.Context, rates []int) (err error) {
 }
 
 func (c *configRun) runDir() string {
-	return filepath.Join(c.opts.OutDir, "runs", fmt.Sprintf("r%d", c.round), c.cfg.Flavor, c.cfg.Tier, c.cfg.Shape)
+	return filepath.Join(c.opts.OutDir, "runs", fmt.Sprintf("r%d", c.round), c.cfg.Flavor, c.cfg.Tier, plan.PathName(c.cfg.Shape))
 }
 
 // deploy starts the configuration, pre-checks it and, when that passed,

@@ -34,53 +34,111 @@ const (
 // step measures one rate: one run of warm-up, measured window and a short
 // tail, with the proxy's CPU and request counters sampled at the window's
 // edges, then a cool-down. A step whose pre-check failed is recorded as
-// invalid without sending load.
-func (c *configRun) step(ctx context.Context, rate int, kind knee.Kind, sloMs float64) (dataset.StepRow, error) {
+// invalid without sending load. A mixed shape's step also returns what
+// each member was sent and got.
+func (c *configRun) step(ctx context.Context, rate int, kind knee.Kind, sloMs float64) (dataset.StepRow, []dataset.MemberRow, error) {
 	row := c.newRow(rate, kind, sloMs)
 	if c.precheckOK != nil {
-		return c.invalid(row, c.precheckOK.Error()), nil
+		return c.invalid(row, c.precheckOK.Error()), nil, nil
 	}
 	edges := &windowEdges{deployed: c.deployed}
-	spec := c.spec(rate, row.Connections)
-	spec.OnEdge = edges.sample
+	specs := c.specs(rate, row.Connections)
+	specs[0].OnEdge = edges.sample
+	row.Connections = 0
+	for _, s := range specs {
+		row.Connections += s.Connections
+	}
 	row.StartedAt = time.Now().UTC()
 	peak := startRSSSampler(c.deployed)
-	res, err := c.deployed.RunLoad(ctx, spec)
+	res, each, err := c.runLoad(ctx, specs)
 	stepPeak := peak()
 	if ctx.Err() != nil {
-		return row, ctx.Err()
+		return row, nil, ctx.Err()
 	}
 	if err != nil {
-		return c.invalid(row, "load generator: "+err.Error()), nil
+		return c.invalid(row, "load generator: "+err.Error()), nil, nil
 	}
 	if res.Window == nil {
 		// Every target's load generator is package loadgen's; totals over
 		// a whole run would be judged as if they were the window's.
-		return c.invalid(row, "load generator: no measured window in its result"), nil
+		return c.invalid(row, "load generator: no measured window in its result"), nil, nil
 	}
 	window, err := edges.result()
 	if err != nil && !c.deployed.Restarted() {
-		return row, err
+		return row, nil, err
 	}
 	c.fill(&row, res, window, stepPeak)
 	if err := c.archive(&row, res.RawJSON); err != nil {
-		return row, err
+		return row, nil, err
 	}
+	members := c.memberRows(row, specs, each)
 	select {
 	case <-ctx.Done():
-		return row, ctx.Err()
+		return row, members, ctx.Err()
 	case <-time.After(c.opts.Plan.Cooldown):
 	}
-	return row, nil
+	return row, members, nil
 }
 
-func (c *configRun) spec(rate, connections int) loadgen.Spec {
-	s := c.transportSpec()
-	s.URL += "/api/orders"
-	s.Method, s.ContentType, s.Body = c.shape.Method, c.shape.ContentType, c.shape.Body
-	s.QPS, s.Connections = float64(rate), connections
-	s.Warmup, s.Duration = c.opts.Plan.Warmup, c.opts.Plan.Measure
-	return s
+// runLoad sends the step's load: one run, or a mix's runs together
+// through a target that can (target.MixRunner).
+func (c *configRun) runLoad(ctx context.Context, specs []loadgen.Spec) (loadgen.Result, []loadgen.Result, error) {
+	if len(specs) == 1 {
+		res, err := c.deployed.RunLoad(ctx, specs[0])
+		return res, nil, err
+	}
+	m, ok := c.deployed.(target.MixRunner)
+	if !ok {
+		return loadgen.Result{}, nil, fmt.Errorf("the %s target cannot send a mixed shape", c.opts.Target.Name())
+	}
+	return m.RunLoads(ctx, specs)
+}
+
+// memberRows are a mixed step's members as members.csv records them; none
+// for a plain shape.
+func (c *configRun) memberRows(row dataset.StepRow, specs []loadgen.Spec, each []loadgen.Result) []dataset.MemberRow {
+	if c.shape.Members == nil || len(each) != len(specs) {
+		return nil
+	}
+	out := make([]dataset.MemberRow, len(each))
+	for i, m := range c.shape.Members {
+		r := dataset.MemberRow{SweepID: row.SweepID, Round: row.Round, ConfigID: row.ConfigID, Seq: row.Seq,
+			Member: m.Shape.Name, Weight: m.Weight, TargetRPS: specs[i].QPS, Connections: specs[i].Connections,
+			AchievedRPS: math.NaN(), P50Ms: math.NaN(), P99Ms: math.NaN()}
+		if w := each[i].Window; w != nil {
+			r.Scheduled, r.Completed, r.Non2xx, r.SocketErrors = int64(math.Round(w.Scheduled)), w.Completed, w.Non2xx, w.SocketErrors
+			r.AchievedRPS, r.P50Ms, r.P99Ms = w.AchievedQPS(), w.Corrected.P50Ms, w.Corrected.P99Ms
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// specs is the step's load: the shape at rate over connections, or each
+// member of a mixed shape at its share of both (plan.SplitByWeight keeps
+// the calls per connection even across members).
+func (c *configRun) specs(rate, connections int) []loadgen.Spec {
+	base := c.transportSpec()
+	base.URL += "/api/orders"
+	base.Warmup, base.Duration = c.opts.Plan.Warmup, c.opts.Plan.Measure
+	members := c.shape.Members
+	if members == nil {
+		members = []plan.Member{{Shape: c.shape, Weight: 1}}
+	}
+	weights, total := make([]int, len(members)), 0
+	for i, m := range members {
+		weights[i] = m.Weight
+		total += m.Weight
+	}
+	conns := plan.SplitByWeight(connections, weights)
+	specs := make([]loadgen.Spec, len(members))
+	for i, m := range members {
+		s := base
+		s.Method, s.ContentType, s.Body = m.Shape.Method, m.Shape.ContentType, m.Shape.Body
+		s.QPS, s.Connections = float64(rate)*float64(m.Weight)/float64(total), conns[i]
+		specs[i] = s
+	}
+	return specs
 }
 
 // transportSpec is how every request of the configuration reaches it, the
@@ -338,7 +396,7 @@ func (c *configRun) archive(row *dataset.StepRow, raw []byte) error {
 	if len(raw) == 0 {
 		return nil
 	}
-	rel := fmt.Sprintf("raw/r%d/%s/%s/%s/%03d-%d.json.gz", c.round, c.cfg.Flavor, c.cfg.Tier, c.cfg.Shape, row.Seq, row.TargetRPS)
+	rel := fmt.Sprintf("raw/r%d/%s/%s/%s/%03d-%d.json.gz", c.round, c.cfg.Flavor, c.cfg.Tier, plan.PathName(c.cfg.Shape), row.Seq, row.TargetRPS)
 	if err := dataset.WriteRawGzip(c.opts.OutDir, rel, raw); err != nil {
 		return err
 	}

@@ -203,7 +203,7 @@ func TestSLOStepIsJudgedOnItsObjective(t *testing.T) {
 			defer journal.Close()
 			c := &configRun{runner: &runner{opts: Options{Plan: p, SweepID: "test"}, journal: journal},
 				cfg: plan.Config{Flavor: plan.FlavorDirect, Tier: plan.TierNone, Shape: plan.ShapeGet}, deployed: scriptedDeployment{window: w}}
-			row, err := c.step(t.Context(), 100, knee.KindLadder, tc.sloMs)
+			row, _, err := c.step(t.Context(), 100, knee.KindLadder, tc.sloMs)
 			if err != nil {
 				t.Fatal(err)
 			}

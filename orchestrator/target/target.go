@@ -80,6 +80,12 @@ type Deployed interface {
 	Teardown() error
 }
 
+// MixRunner is implemented by deployments that can send several runs at
+// once over one window (loadgen.RunAll): a mixed shape's members.
+type MixRunner interface {
+	RunLoads(ctx context.Context, specs []loadgen.Spec) (all loadgen.Result, each []loadgen.Result, err error)
+}
+
 // ProxyCounter is implemented by deployments whose proxy counts the
 // requests it completed. The sweep samples it at the measured window's
 // edges to cross-check the load generator's count.

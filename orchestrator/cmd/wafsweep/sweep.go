@@ -52,7 +52,7 @@ func parseSweepFlags(args []string, stderr io.Writer) (sweepFlags, *flag.FlagSet
 	fs.StringVar(&f.planFile, "plan", "", "JSON plan file (replaces --profile; flags below still override it)")
 	fs.StringVar(&f.flavors, "flavors", "", "comma-separated flavors: "+strings.Join(plan.Flavors(), ", "))
 	fs.StringVar(&f.tiers, "tiers", "", "comma-separated tiers: "+strings.Join(plan.Tiers(), ", "))
-	fs.StringVar(&f.shapes, "shapes", "", "comma-separated shapes: "+strings.Join(plan.Shapes(), ", "))
+	fs.StringVar(&f.shapes, "shapes", "", "comma-separated shapes: "+strings.Join(plan.Shapes(), ", ")+"; or a mix of them sent together, e.g. mix:get=60,json_1k=30,json_10k=10 (weights in proportion of the step's rate)")
 	fs.StringVar(&f.ladder, "ladder", "", "comma-separated target rates in RPS, ascending (e.g. 1000,2000,4000)")
 	fs.StringVar(&f.slos, "slo", "", "comma-separated p99 objectives whose highest sustainable rate is searched for each configuration (default 10ms,50ms,250ms; \"none\" turns the searches off)")
 	fs.IntVar(&f.connections, "connections", 0, "load generator connections")
@@ -170,7 +170,9 @@ func (f sweepFlags) buildPlan() (plan.Plan, error) {
 	}
 	list(f.flavors, &p.Flavors)
 	list(f.tiers, &p.Tiers)
-	list(f.shapes, &p.Shapes)
+	if f.shapes != "" {
+		p.Shapes = splitShapes(f.shapes)
+	}
 	if f.ladder != "" {
 		p.Ladder = nil
 		for _, s := range splitList(f.ladder) {
@@ -217,6 +219,23 @@ func (f sweepFlags) buildPlan() (plan.Plan, error) {
 	}
 	errs = append(errs, p.Validate())
 	return p, errors.Join(errs...)
+}
+
+// splitShapes is splitList for --shapes, where a mix's members are
+// comma-separated too: a part that weighs a shape ("json_1k=30") belongs
+// to the mix before it ("get,mix:get=60,json_1k=30,json_10k=10" is two
+// shapes). A weighed part with no mix before it stays a shape of its own,
+// which the plan's validation refuses by name.
+func splitShapes(s string) []string {
+	var out []string
+	for _, part := range splitList(s) {
+		if n := len(out); n > 0 && plan.IsMix(out[n-1]) && !plan.IsMix(part) && strings.Contains(part, "=") {
+			out[n-1] += "," + part
+			continue
+		}
+		out = append(out, part)
+	}
+	return out
 }
 
 func splitList(s string) []string {

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -196,4 +197,20 @@ func usageCommands(text string) []string {
 		}
 	}
 	return out
+}
+
+func TestSplitShapesKeepsMixesWhole(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"get,json_1k", []string{"get", "json_1k"}},
+		{"get,mix:get=60,json_1k=30,json_10k=10", []string{"get", "mix:get=60,json_1k=30,json_10k=10"}},
+		{"mix:get=1,json_1k=1,mix:get=3,json_10k=1,json_50k", []string{"mix:get=1,json_1k=1", "mix:get=3,json_10k=1", "json_50k"}},
+		{"json_1k=30,get", []string{"json_1k=30", "get"}},
+	} {
+		if got := splitShapes(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("splitShapes(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
 }

@@ -157,7 +157,7 @@ func (k *Kube) CheckModule(p plan.Plan) error { return CheckPlan(p) }
 var flavors = []string{plan.FlavorDirect, plan.FlavorEnvoy, plan.FlavorWAF, plan.FlavorWAFAccelerated}
 
 // CheckPlan rejects, before anything is built or deployed, a plan with
-// a flavor or a transport the Kubernetes targets cannot run.
+// a flavor, a transport or a mixed shape the Kubernetes targets cannot run.
 func CheckPlan(p plan.Plan) error {
 	var bad []string
 	for _, f := range p.Flavors {
@@ -174,6 +174,10 @@ func CheckPlan(p plan.Plan) error {
 		// The in-cluster load generator and the pod's certificate are
 		// not built yet: refused before anything is deployed.
 		errs = append(errs, fmt.Errorf("transport %s is not available on the Kubernetes targets yet (HTTP/1.1 in clear only): run it on the local target", t.Name()))
+	}
+	if i := slices.IndexFunc(p.Shapes, plan.IsMix); i >= 0 {
+		// The remote load generator runs one spec per step.
+		errs = append(errs, fmt.Errorf("mixed shape %s is not available on the Kubernetes targets yet: run it on the local target", p.Shapes[i]))
 	}
 	return errors.Join(errs...)
 }

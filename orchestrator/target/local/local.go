@@ -331,6 +331,11 @@ func (d *deployed) RunLoad(ctx context.Context, spec loadgen.Spec) (loadgen.Resu
 	return loadgen.Run(ctx, spec)
 }
 
+// RunLoads implements target.MixRunner.
+func (d *deployed) RunLoads(ctx context.Context, specs []loadgen.Spec) (loadgen.Result, []loadgen.Result, error) {
+	return loadgen.RunAll(ctx, specs)
+}
+
 func (d *deployed) Usage() (target.Usage, error) {
 	u := target.Usage{BackendCPUSeconds: d.backend.cpuSeconds(), ProxyThrottledSeconds: -1, // pinned, no quota
 		ProxyWrittenBytes: -1, AuditLogBytes: d.auditLogBytes()}

@@ -322,7 +322,7 @@ func sweepAtLowRate(t *testing.T, flavor string, change func(*plan.Plan)) string
 	if len(steps) == 0 || len(steps) > 8 {
 		t.Fatalf("%d steps, want 1 or 2, or a bisection below 20 RPS: %+v", len(steps), steps)
 	}
-	want := plan.Config{Flavor: flavor, Tier: p.Configs()[0].Tier, Shape: plan.ShapeGet}.ID()
+	want := p.Configs()[0].ID()
 	for _, r := range steps {
 		// Pass or fail depends on what else runs on the machine; invalid
 		// (a failed pre-check, a restart, reconnects) or a blocked benign

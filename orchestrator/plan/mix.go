@@ -1,0 +1,123 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// MixPrefix starts the name of a mixed shape: "mix:get=60,json_1k=30,
+// json_10k=10" sends those shapes together, in those proportions of the
+// step's rate. The name is the shape's identity in datasets, as written.
+const MixPrefix = "mix:"
+
+// Member is one plain shape of a mix and its weight.
+type Member struct {
+	Shape  Shape
+	Weight int
+}
+
+// IsMix reports whether a shape name names a mix.
+func IsMix(name string) bool { return strings.HasPrefix(name, MixPrefix) }
+
+// parseMix reads a mix's members in the order written: plain shapes, each
+// once, with positive whole weights, two or more.
+func parseMix(name string) ([]Member, error) {
+	body, ok := strings.CutPrefix(name, MixPrefix)
+	if !ok {
+		return nil, fmt.Errorf("shape %q is not a mix (%sSHAPE=WEIGHT,SHAPE=WEIGHT...)", name, MixPrefix)
+	}
+	var members []Member
+	var errs []error
+	for _, part := range strings.Split(body, ",") {
+		shapeName, weightText, found := strings.Cut(part, "=")
+		weight, err := strconv.Atoi(weightText)
+		switch {
+		case !found || err != nil || weight <= 0:
+			errs = append(errs, fmt.Errorf("mix %q: %q is not SHAPE=WEIGHT with a positive whole weight", name, part))
+			continue
+		case IsMix(shapeName) || !slices.Contains(Shapes(), shapeName):
+			errs = append(errs, fmt.Errorf("mix %q: unknown shape %q: use %s", name, shapeName, oneOf(Shapes())))
+			continue
+		case slices.ContainsFunc(members, func(m Member) bool { return m.Shape.Name == shapeName }):
+			errs = append(errs, fmt.Errorf("mix %q: %s is named twice", name, shapeName))
+			continue
+		}
+		shape, err := ShapeByName(shapeName)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		members = append(members, Member{Shape: shape, Weight: weight})
+	}
+	if len(errs) == 0 && len(members) < 2 {
+		errs = append(errs, fmt.Errorf("mix %q: name two shapes or more (one shape alone is that shape)", name))
+	}
+	return members, errors.Join(errs...)
+}
+
+// mixShape is the Shape of a mix: its members, and the weighted mean size
+// and field count of what it sends.
+func mixShape(name string) (Shape, error) {
+	members, err := parseMix(name)
+	if err != nil {
+		return Shape{}, err
+	}
+	var bytes, fields, total int
+	for _, m := range members {
+		bytes += m.Weight * m.Shape.Bytes
+		fields += m.Weight * m.Shape.Fields
+		total += m.Weight
+	}
+	return Shape{Name: name, Members: members, Bytes: bytes / total, Fields: fields / total}, nil
+}
+
+// SplitByWeight splits n (a step's connections) over weights in
+// proportion, by largest remainder, so that every part carries about the
+// same rate; each part gets at least one, taken from the largest, so the
+// parts sum to n, or to len(weights) when n is smaller.
+func SplitByWeight(n int, weights []int) []int {
+	parts := make([]int, len(weights))
+	if len(weights) == 0 {
+		return parts
+	}
+	n = max(n, len(weights))
+	total := 0
+	for _, w := range weights {
+		total += w
+	}
+	type rest struct{ i, num int }
+	rests := make([]rest, len(weights))
+	given := 0
+	for i, w := range weights {
+		parts[i] = n * w / total
+		given += parts[i]
+		rests[i] = rest{i, n * w % total}
+	}
+	slices.SortStableFunc(rests, func(a, b rest) int { return b.num - a.num })
+	for k := range n - given {
+		parts[rests[k].i]++
+	}
+	for i := range parts {
+		if parts[i] == 0 {
+			largest := slices.Index(parts, slices.Max(parts))
+			parts[largest]--
+			parts[i]++
+		}
+	}
+	return parts
+}
+
+// PathName is a shape's name as a path component: a mix's name holds ":",
+// "," and "=", which tools reading the run directories (ModSecurity's
+// Include among them) may cut at; "mix:get=60,json_1k=40" is
+// "mix-get60-json_1k40". Plain shapes are their name.
+func PathName(shape string) string {
+	if !IsMix(shape) {
+		return shape
+	}
+	r := strings.NewReplacer(":", "-", ",", "-", "=", "")
+	return r.Replace(shape)
+}

@@ -1,0 +1,90 @@
+package plan
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestMixShape(t *testing.T) {
+	s, err := ShapeByName("mix:get=60,json_1k=30,json_10k=10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	var weights []int
+	for _, m := range s.Members {
+		names, weights = append(names, m.Shape.Name), append(weights, m.Weight)
+	}
+	json1k, _ := ShapeByName(ShapeJSON1K)
+	json10k, _ := ShapeByName(ShapeJSON10K)
+	wantBytes := (30*json1k.Bytes + 10*json10k.Bytes) / 100
+	if !slices.Equal(names, []string{ShapeGet, ShapeJSON1K, ShapeJSON10K}) || !slices.Equal(weights, []int{60, 30, 10}) ||
+		s.Bytes != wantBytes || s.Method != "" || s.Body != nil || len(s.Members[2].Shape.Body) != json10k.Bytes {
+		t.Errorf("mix %+v: members %v %v, bytes %d (want %d)", s, names, weights, s.Bytes, wantBytes)
+	}
+}
+
+func TestMixRefusesWhatItCannotSend(t *testing.T) {
+	for _, tc := range []struct{ name, want string }{
+		{"mix:get=60", "two shapes or more"},
+		{"mix:get=60,json_1k", `"json_1k" is not SHAPE=WEIGHT`},
+		{"mix:get=60,json_1k=0", `"json_1k=0" is not SHAPE=WEIGHT`},
+		{"mix:get=60,json_1k=1.5", "positive whole weight"},
+		{"mix:get=60,xml_1k=40", `unknown shape "xml_1k"`},
+		{"mix:get=60,get=40", "get is named twice"},
+		{"mix:get=1,mix:json_1k=1", `unknown shape "mix:json_1k"`},
+		{"mix:", "is not SHAPE=WEIGHT"},
+	} {
+		if _, err := ShapeByName(tc.name); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
+		}
+		p := Default()
+		p.Shapes = []string{tc.name}
+		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("plan with %s: err = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	p := Default()
+	p.Shapes = []string{"mix:get=1,json_1k=1", ShapeGet}
+	if err := p.Validate(); err != nil {
+		t.Errorf("a plan with a mix and a plain shape: %v", err)
+	}
+	p.Shapes = []string{"mix:get=1,json_1k=1", "mix:get=1,json_1k=1"}
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "listed twice") {
+		t.Errorf("a mix listed twice: %v", err)
+	}
+}
+
+func TestSplitByWeight(t *testing.T) {
+	for _, tc := range []struct {
+		n       int
+		weights []int
+		want    []int
+	}{
+		{10, []int{60, 30, 10}, []int{6, 3, 1}},
+		{4, []int{60, 30, 10}, []int{2, 1, 1}},
+		{2, []int{60, 30, 10}, []int{1, 1, 1}}, // one each, whatever n
+		{64, []int{60, 30, 10}, []int{39, 19, 6}},
+		{7, []int{1, 1}, []int{4, 3}},
+		{0, nil, []int{}},
+	} {
+		got := SplitByWeight(tc.n, tc.weights)
+		sum := 0
+		for _, g := range got {
+			sum += g
+		}
+		if !slices.Equal(got, tc.want) || len(tc.weights) > 0 && sum != max(tc.n, len(tc.weights)) {
+			t.Errorf("SplitByWeight(%d, %v) = %v, want %v", tc.n, tc.weights, got, tc.want)
+		}
+	}
+}
+
+func TestPathName(t *testing.T) {
+	if got := PathName("mix:get=60,json_1k=40"); got != "mix-get60-json_1k40" {
+		t.Errorf("PathName = %q", got)
+	}
+	if got := PathName(ShapeJSON10K); got != ShapeJSON10K {
+		t.Errorf("PathName(%s) = %q", ShapeJSON10K, got)
+	}
+}
