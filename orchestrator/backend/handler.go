@@ -19,6 +19,10 @@ const (
 	// QueryReplyBody) with this Content-Type.
 	QueryReplyContentType = "reply_ct"
 	QueryReplyBody        = "reply_body"
+	// HeaderAttack marks a request the sweep sends as an attack: the
+	// backend counts those that reach it (Stats.Attacks), which must be
+	// none behind a WAF that blocks them.
+	HeaderAttack = "X-Wafsweep-Attack"
 )
 
 var okBody = []byte("ok\n")
@@ -62,6 +66,9 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 
 	s.cost.spend()
 	s.requests.Add(1)
+	if _, marked := r.Header[HeaderAttack]; marked {
+		s.attacks.Add(1)
+	}
 	s.bodyBytes.Add(n)
 	// net/http builds a fresh Header map per request and never reuses it,
 	// so keeping the reference (not a copy) is safe and saves an allocation.

@@ -51,9 +51,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "backend: unexpected arguments %q\n", flags.Args())
 		return 2
 	}
+	var served *Server
 	err := Serve(ctx, *listen, o, func(s *Server) {
+		served = s
 		fmt.Fprintf(stdout, "listening on %s\n", s.Addr())
 	})
+	if served != nil {
+		fmt.Fprint(stderr, served.Stats().Summary())
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1

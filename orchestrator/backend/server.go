@@ -22,6 +22,14 @@ const RecentCapacity = 64
 type Stats struct {
 	Requests  int64
 	BodyBytes int64
+	// Attacks are the requests marked with HeaderAttack.
+	Attacks int64
+}
+
+// Summary is the last line of a backend's log: what it served, and
+// whether a marked attack got past the proxy in front of it.
+func (s Stats) Summary() string {
+	return fmt.Sprintf("backend: served %d requests, %d of them marked %s\n", s.Requests, s.Attacks, HeaderAttack)
 }
 
 // RequestRecord describes one received request.
@@ -48,6 +56,7 @@ type Server struct {
 	tls       bool
 	requests  atomic.Int64
 	bodyBytes atomic.Int64
+	attacks   atomic.Int64
 	recent    recentRing
 }
 
@@ -141,7 +150,7 @@ func (s *Server) shutdown() error {
 
 // Stats returns the counters.
 func (s *Server) Stats() Stats {
-	return Stats{Requests: s.requests.Load(), BodyBytes: s.bodyBytes.Load()}
+	return Stats{Requests: s.requests.Load(), BodyBytes: s.bodyBytes.Load(), Attacks: s.attacks.Load()}
 }
 
 // Recent returns the last RecentCapacity requests, oldest first.

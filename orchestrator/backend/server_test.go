@@ -217,19 +217,31 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-func TestRunServesUntilCancelled(t *testing.T) {
+// The subcommand serves until cancelled, then says in its log how many
+// requests it served and how many of them were marked as attacks: the
+// sweep's proof that no attack got past a WAF in front of it.
+func TestRunServesUntilCancelledAndCountsAttacks(t *testing.T) {
 	addr, stop := startRun(t, "--listen", "127.0.0.1:0")
-	resp, err := http.Get("http://" + addr + "/")
-	if err != nil {
-		t.Fatal(err)
+	for _, marked := range []bool{false, true, false} {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
+		if marked {
+			req.Header.Set(HeaderAttack, "SQLi in the query")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
 	}
-	resp.Body.Close()
-	stop()
+	if log, want := stop(), "backend: served 3 requests, 1 of them marked "+HeaderAttack+"\n"; log != want {
+		t.Errorf("log %q, want %q", log, want)
+	}
 }
 
 // startRun runs the subcommand with args until the returned stop, which
-// checks it exits 0, and returns the address it printed.
-func startRun(t *testing.T, args ...string) (addr string, stop func()) {
+// checks it exits 0 and returns what it wrote to stderr, and returns the
+// address it printed.
+func startRun(t *testing.T, args ...string) (addr string, stop func() string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var stdout, stderr syncBuffer
@@ -244,11 +256,12 @@ func startRun(t *testing.T, args ...string) (addr string, stop func()) {
 		cancel()
 		t.Fatalf("no address printed; stderr %q", stderr.String())
 	}
-	return addr, func() {
+	return addr, func() string {
 		cancel()
 		if code := <-exit; code != 0 {
 			t.Errorf("exit code %d, stderr %q", code, stderr.String())
 		}
+		return stderr.String()
 	}
 }
 

@@ -16,15 +16,15 @@ import (
 // replays them (knee.Replay) instead of measuring them again, and it refuses
 // to record a step twice.
 type Journal struct {
-	mu     sync.Mutex
-	w      *StepWriter
+	mu sync.Mutex
+	w  *StepWriter
 	// members appends to members.csv beside steps.csv, opened with the
 	// first mixed step.
 	members     *appender[MemberRow]
 	membersPath string
 	rows        []StepRow
-	byKey  map[stepKey]bool
-	counts map[searchKey]int
+	byKey       map[stepKey]bool
+	counts      map[searchKey]int
 }
 
 // searchKey identifies one knee search: a config in a round.

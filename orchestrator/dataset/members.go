@@ -7,21 +7,31 @@ import (
 	"os"
 )
 
-// MembersFile is members.csv: per step of a mixed shape, what each member
-// was sent and got. Sweeps without a mix have none.
+// MembersFile is members.csv: per step of several runs (a mixed shape's
+// members, attacks sent beside the load), what each run was sent and got.
+// Sweeps of plain shapes without attacks have none.
 const MembersFile = "members.csv"
 
-// MemberRow is a line of members.csv: one member of a mixed shape in one
-// step (its StepRow has the same round, config and seq), counted over the
-// step's window like the step itself. Float fields use NaN for "not
-// measured".
+// Roles of a member.
+const (
+	RoleBenign = "benign" // the shape, or a member of a mixed shape
+	RoleAttack = "attack" // one of the attacks sent with the load
+)
+
+// MemberRow is a line of members.csv: one run of a step (its StepRow has
+// the same round, config and seq), counted over the step's window like
+// the step itself. Float fields use NaN for "not measured".
 type MemberRow struct {
 	SweepID  string
 	Round    int
 	ConfigID string
 	Seq      int
-	Member   string // the member's shape
-	Weight   int
+	Member   string // the member's shape, or the attack's name
+	Role     string // RoleBenign or RoleAttack
+	Weight   int    // a member's weight in its mix; 0 for an attack
+	// WantStatus is the status an attack must get (403 where the
+	// configuration inspects, 200 where nothing does); 0 for benign.
+	WantStatus int
 	// TargetRPS is the member's share of the step's rate; Connections its
 	// share of the step's connections.
 	TargetRPS   float64
@@ -36,6 +46,10 @@ type MemberRow struct {
 	// for coordinated omission (StepRow's P50Ms and P99Ms are over all
 	// members' calls).
 	P50Ms, P99Ms float64
+	// Misses are the run's calls the WAF got wrong, over the whole run
+	// (warm-up and tail included): an attack's calls that got another
+	// status than WantStatus, a benign run's calls that were blocked (403).
+	Misses int64
 }
 
 type mr = MemberRow
@@ -46,7 +60,9 @@ var memberSchema = schema[MemberRow]{
 	strCol("config_id", func(r *mr) *string { return &r.ConfigID }),
 	intCol("seq", func(r *mr) *int { return &r.Seq }),
 	strCol("member", func(r *mr) *string { return &r.Member }),
+	strCol("role", func(r *mr) *string { return &r.Role }),
 	intCol("weight", func(r *mr) *int { return &r.Weight }),
+	intCol("want_status", func(r *mr) *int { return &r.WantStatus }),
 	floatCol("target_rps", func(r *mr) *float64 { return &r.TargetRPS }),
 	intCol("connections", func(r *mr) *int { return &r.Connections }),
 	int64Col("scheduled", func(r *mr) *int64 { return &r.Scheduled }),
@@ -56,6 +72,7 @@ var memberSchema = schema[MemberRow]{
 	floatCol("achieved_rps", func(r *mr) *float64 { return &r.AchievedRPS }),
 	floatCol("p50_ms", func(r *mr) *float64 { return &r.P50Ms }),
 	floatCol("p99_ms", func(r *mr) *float64 { return &r.P99Ms }),
+	int64Col("misses", func(r *mr) *int64 { return &r.Misses }),
 }
 
 // MembersHeader is the header of members.csv, in column order.

@@ -107,6 +107,22 @@ func intCol[T any](name string, field func(*T) *int) column[T] {
 	}
 }
 
+// countCol is an int64 column added after files that did not count what
+// it counts, because it did not happen then (no attack was sent): their
+// empty cells read as 0.
+func countCol[T any](name string, field func(*T) *int64) column[T] {
+	c := int64Col(name, field)
+	set := c.set
+	c.set = func(r *T, v string) error {
+		if v == "" {
+			*field(r) = 0
+			return nil
+		}
+		return set(r, v)
+	}
+	return c
+}
+
 func int64Col[T any](name string, field func(*T) *int64) column[T] {
 	return column[T]{
 		name: name,

@@ -122,6 +122,14 @@ type StepRow struct {
 	ProxyDiskWriteBytesPerS float64
 	// Transport is how the load reached the proxy (the plan's).
 	Transport plan.Transport
+	// AttackCalls, AttackMisses and BenignBlocked account for the attacks
+	// sent beside the benign load (plan.AttackSharePct), whose calls are
+	// in none of the counts above: attack calls completed in the window;
+	// attack calls of the whole run (warm-up and tail included: one attack
+	// through is one too many) that got another status than theirs; and
+	// benign calls of the whole run that got the block status (403). A
+	// miss or a blocked benign call fails the step. All 0 without attacks.
+	AttackCalls, AttackMisses, BenignBlocked int64
 }
 
 // IsCapacity reports a step of the capacity knee's search.
@@ -147,6 +155,7 @@ func (r StepRow) KneeStep() knee.Step {
 		Scheduled:      r.Scheduled,
 		Completed:      r.Completed,
 		Errors:         r.Non2xx + r.SocketErrors,
+		Misses:         r.AttackMisses + r.BenignBlocked,
 		Invalid:        r.Verdict == VerdictInvalid,
 		InvalidReasons: append([]string(nil), r.Reasons...),
 	}
@@ -221,7 +230,11 @@ var stepSchema = slices.Concat(schema[StepRow]{
 	strCol("raw_file", func(r *sr) *string { return &r.RawFile }),
 	added(floatCol("audit_bytes_per_req", func(r *sr) *float64 { return &r.AuditBytesPerReq })),
 	added(floatCol("proxy_disk_write_bytes_per_s", func(r *sr) *float64 { return &r.ProxyDiskWriteBytesPerS })),
-}, transportCols(func(r *sr) *plan.Transport { return &r.Transport }))
+}, transportCols(func(r *sr) *plan.Transport { return &r.Transport }), schema[StepRow]{
+	added(countCol("attack_calls", func(r *sr) *int64 { return &r.AttackCalls })),
+	added(countCol("attack_misses", func(r *sr) *int64 { return &r.AttackMisses })),
+	added(countCol("benign_blocked", func(r *sr) *int64 { return &r.BenignBlocked })),
+})
 
 // StepsHeader is the header of steps.csv, in column order.
 func StepsHeader() []string { return stepSchema.header() }

@@ -12,6 +12,11 @@ type Step struct {
 	Scheduled int64 // target * window: the calls an open-loop client starts in the window
 	Completed int64 // calls whose response arrived inside the window, whatever their status
 	Errors    int64 // non-2xx responses plus socket errors
+	// Misses are calls whose status says the WAF did not do its job: an
+	// attack sent with the load that was not blocked (or not passed where
+	// nothing inspects), a benign call that was blocked. One fails the
+	// step, whatever the error ratio allows.
+	Misses int64
 	// Invalid marks a run whose measurement cannot be trusted; it counts as
 	// neither pass nor fail.
 	Invalid        bool
@@ -42,7 +47,7 @@ func (s Step) ErrorRatio() float64 {
 // Passed reports whether the step sustained its target rate (within its
 // latency objective, when it has one).
 func (s Step) Passed() bool {
-	return !s.Invalid && s.Completion() >= MinCompletion && s.ErrorRatio() <= MaxErrorRatio && s.withinObjective()
+	return !s.Invalid && s.Completion() >= MinCompletion && s.ErrorRatio() <= MaxErrorRatio && s.Misses == 0 && s.withinObjective()
 }
 
 // withinObjective is true without an objective; a NaN p99 is never within.

@@ -25,6 +25,7 @@ func TestStepVerdict(t *testing.T) {
 		{"over its latency objective", Step{Scheduled: 1000, Completed: 1000, MaxP99Ms: 50, P99Ms: 50.1}, 1, 0, false},
 		{"latency not measured", Step{Scheduled: 1000, Completed: 1000, MaxP99Ms: 50, P99Ms: math.NaN()}, 1, 0, false},
 		{"no objective, any latency", Step{Scheduled: 1000, Completed: 1000, P99Ms: 9000}, 1, 0, true},
+		{"one attack through, clean otherwise", Step{Scheduled: 1000, Completed: 1000, Misses: 1}, 1, 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

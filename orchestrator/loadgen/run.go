@@ -95,7 +95,8 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 // the first spec's (the others must have none). It returns the union of
 // the runs (counts summed, latency over every call of every run, not an
 // average of percentiles, and the load generator's CPU, which is not told
-// apart by run) and each run's own result (its window, without CPU).
+// apart by run), leaving out the runs marked Apart, and each run's own
+// result (its window, without CPU).
 func RunAll(ctx context.Context, specs []Spec) (all Result, each []Result, err error) {
 	specs, err = normalizedAll(specs)
 	if err != nil {
@@ -142,7 +143,7 @@ func RunAll(ctx context.Context, specs []Spec) (all Result, each []Result, err e
 			return Result{}, nil, err
 		}
 	}
-	if all, err = union(each); err != nil {
+	if all, err = union(together(specs, each)); err != nil {
 		return Result{}, nil, err
 	}
 	all.LoadgenCPUSeconds = cpuAfter - cpuBefore
@@ -158,7 +159,7 @@ func RunAll(ctx context.Context, specs []Spec) (all Result, each []Result, err e
 		tallies[i] = r.rec.tally(r.spec.QPS, edge.times[0], edge.times[1], edge.times[2])
 		each[i].useWindow(edge.window(r.spec.QPS, tallies[i]))
 	}
-	all.useWindow(edge.window(all.TargetQPS, tallies...))
+	all.useWindow(edge.window(all.TargetQPS, together(specs, tallies)...))
 	return all, each, nil
 }
 
@@ -202,11 +203,25 @@ func normalizedAll(specs []Spec) ([]Spec, error) {
 		switch {
 		case i > 0 && (s.Warmup != first.Warmup || s.Duration != first.Duration || s.NoCatchUp != first.NoCatchUp):
 			errs = append(errs, fmt.Errorf("spec %d: Warmup, Duration and NoCatchUp must be the first spec's: the runs share one window", i))
+		case i == 0 && s.Apart:
+			errs = append(errs, errors.New("spec 0: the first run cannot be Apart: its OnEdge marks the union's window"))
 		case i > 0 && s.OnEdge != nil:
 			errs = append(errs, fmt.Errorf("spec %d: only the first spec's OnEdge is called", i))
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// together is the part of per-run values (results, tallies) whose runs
+// are not Apart.
+func together[T any](specs []Spec, perRun []T) []T {
+	var out []T
+	for i, s := range specs {
+		if !s.Apart {
+			out = append(out, perRun[i])
+		}
+	}
+	return out
 }
 
 // union is the result of runs sent together, before their window is

@@ -71,10 +71,35 @@ func TestRunAllRefusesRunsThatCannotShareAWindow(t *testing.T) {
 			}
 		})
 	}
+	apartFirst := base
+	apartFirst.Apart = true
+	if _, _, err := RunAll(context.Background(), []Spec{apartFirst, base}); err == nil || !strings.Contains(err.Error(), "first run cannot be Apart") {
+		t.Errorf("an Apart first run: err = %v", err)
+	}
 	if _, _, err := RunAll(context.Background(), nil); err == nil {
 		t.Error("no run at all was accepted")
 	}
 	if n := be.Stats().Requests; n != 0 {
 		t.Errorf("the backend saw %d requests, want none", n)
+	}
+}
+
+// A run sent Apart is measured on its own and left out of the union: the
+// union's counts, rate and latency are the other runs' only.
+func TestRunAllKeepsApartRunsOutOfTheUnion(t *testing.T) {
+	be := startBackend(t)
+	benign := Spec{URL: be.URL() + "/get", QPS: 80, Connections: 2, Warmup: 200 * time.Millisecond, Duration: 2 * time.Second}
+	attack := Spec{URL: be.URL() + "/admin", QPS: 20, Connections: 1, Warmup: benign.Warmup, Duration: benign.Duration, Apart: true}
+	all, each, err := RunAll(context.Background(), []Spec{benign, attack})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(each) != 2 || each[1].Window == nil || each[1].Window.Completed == 0 {
+		t.Fatalf("the apart run was not measured: %+v", each)
+	}
+	if all.TargetQPS != 80 || all.Scheduled != each[0].Scheduled || all.Window.Completed != each[0].Window.Completed ||
+		all.Window.Corrected.Samples != each[0].Window.Corrected.Samples || all.SocketsOpened != 2 {
+		t.Errorf("union: target %v, scheduled %d, completed %d, samples %d, sockets %d: want the benign run's alone (%+v)",
+			all.TargetQPS, all.Scheduled, all.Window.Completed, all.Window.Corrected.Samples, all.SocketsOpened, each[0].Window)
 	}
 }

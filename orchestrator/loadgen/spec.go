@@ -62,6 +62,11 @@ type Spec struct {
 	// CAFile is the PEM CA an https:// URL's certificate must chain to:
 	// the load generator always verifies the proxy it measures.
 	CAFile string
+	// Apart keeps a run of RunAll out of the union it returns: measured on
+	// its own over the shared window, as attacks sent beside benign load
+	// are, so that its calls count neither in the union's rates nor in its
+	// latency. Run ignores it.
+	Apart bool
 }
 
 // Edge names the two edges of the measured window.

@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +13,34 @@ import (
 // json_10k=10" sends those shapes together, in those proportions of the
 // step's rate. The name is the shape's identity in datasets, as written.
 const MixPrefix = "mix:"
+
+// MixFilePrefix names a mix file in --shapes: "mixfile:traffic.mix" is
+// the mix the file holds (ReadMixFile).
+const MixFilePrefix = "mixfile:"
+
+// ReadMixFile reads a mix from a file: one "SHAPE WEIGHT" (or
+// SHAPE=WEIGHT) per line, in order; blank lines and lines starting with #
+// are skipped. It returns the mix's name ("mix:get=60,json_1k=40"),
+// checked like a mix written out.
+func ReadMixFile(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("mix file: %w", err)
+	}
+	var parts []string
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		parts = append(parts, strings.Join(strings.FieldsFunc(line, func(r rune) bool { return r == '=' || r == ' ' || r == '\t' }), "="))
+	}
+	name := MixPrefix + strings.Join(parts, ",")
+	if _, err := parseMix(name); err != nil {
+		return "", fmt.Errorf("mix file %s: %w", path, err)
+	}
+	return name, nil
+}
 
 // Member is one plain shape of a mix and its weight.
 type Member struct {

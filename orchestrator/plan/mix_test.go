@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -86,5 +88,32 @@ func TestPathName(t *testing.T) {
 	}
 	if got := PathName(ShapeJSON10K); got != ShapeJSON10K {
 		t.Errorf("PathName(%s) = %q", ShapeJSON10K, got)
+	}
+}
+
+func TestReadMixFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	got, err := ReadMixFile(write("ok.mix", "# storefront\nget 60\n\njson_1k=30\n\tjson_10k\t10\n"))
+	if err != nil || got != "mix:get=60,json_1k=30,json_10k=10" {
+		t.Errorf("ReadMixFile = %q, %v", got, err)
+	}
+	for _, tc := range []struct{ name, text, want string }{
+		{"one.mix", "get 60\n", "two shapes or more"},
+		{"bad.mix", "get 60\njson_1k 30 extra\n", `"json_1k=30=extra" is not SHAPE=WEIGHT`},
+		{"unknown.mix", "get 1\nxml 1\n", `unknown shape "xml"`},
+	} {
+		if _, err := ReadMixFile(write(tc.name, tc.text)); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.name) {
+			t.Errorf("%s: err = %v, want %q and the file's name", tc.name, err, tc.want)
+		}
+	}
+	if _, err := ReadMixFile(filepath.Join(dir, "missing.mix")); err == nil {
+		t.Error("a missing mix file was accepted")
 	}
 }

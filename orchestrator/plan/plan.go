@@ -70,6 +70,10 @@ type Plan struct {
 	// Transport): the same for every configuration of the sweep.
 	Protocol string
 	TLS      bool
+	// AttackSharePct is the share of each step's rate, in percent, sent as
+	// the attacks of each configuration's tier (see AttackShare); 0 sends
+	// benign traffic only.
+	AttackSharePct float64
 }
 
 // Default is the reference methodology of the notes.
@@ -126,6 +130,8 @@ type planJSON struct {
 	// Omitted for HTTP/1.1 in clear, what every sweep before them measured.
 	Protocol string `json:"protocol,omitempty"`
 	TLS      bool   `json:"tls,omitempty"`
+	// Omitted when 0: the sweeps before it sent no attack under load.
+	AttackSharePct float64 `json:"attack_share_pct,omitempty"`
 }
 
 // MarshalJSON writes the plan file form.
@@ -137,7 +143,7 @@ func (p Plan) MarshalJSON() ([]byte, error) {
 		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenLateness: p.MaxLoadgenLateness,
 		MaxLoadgenDelay: p.MaxLoadgenDelay.String(), MaxCPUSteal: p.MaxCPUSteal, KneeResolution: p.KneeResolution,
 		SLOs: durationStrings(p.SLOs), EnvoyEnv: p.EnvoyEnv, AuditLog: p.AuditLog,
-		Protocol: omitH1(p.Protocol), TLS: p.TLS,
+		Protocol: omitH1(p.Protocol), TLS: p.TLS, AttackSharePct: p.AttackSharePct,
 	})
 }
 
@@ -154,7 +160,7 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenLateness: p.MaxLoadgenLateness,
 		MaxLoadgenDelay: p.MaxLoadgenDelay.String(), MaxCPUSteal: p.MaxCPUSteal, KneeResolution: p.KneeResolution,
 		SLOs: durationStrings(p.SLOs), EnvoyEnv: slices.Clone(p.EnvoyEnv), AuditLog: p.AuditLog,
-		Protocol: p.Protocol, TLS: p.TLS,
+		Protocol: p.Protocol, TLS: p.TLS, AttackSharePct: p.AttackSharePct,
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -182,7 +188,7 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 	p.Connections, p.Rounds, p.Confirm = f.Connections, f.Rounds, f.Confirm
 	p.MaxLoadgenCPU, p.MaxLoadgenLateness, p.KneeResolution = f.MaxLoadgenCPU, f.MaxLoadgenLateness, f.KneeResolution
 	p.MaxCPUSteal, p.EnvoyEnv, p.AuditLog = f.MaxCPUSteal, f.EnvoyEnv, f.AuditLog
-	p.Protocol, p.TLS = f.Protocol, f.TLS
+	p.Protocol, p.TLS, p.AttackSharePct = f.Protocol, f.TLS, f.AttackSharePct
 	if p.Protocol == "" { // a plan from before the field: HTTP/1.1
 		p.Protocol = ProtocolH1
 	}

@@ -21,6 +21,7 @@ func (p Plan) Validate() error {
 	errs = append(errs, checkEnvoyEnv(p.EnvoyEnv)...)
 	errs = append(errs, p.checkAuditLog()...)
 	errs = append(errs, p.checkTransport()...)
+	errs = append(errs, p.checkAttackShare()...)
 	return errors.Join(errs...)
 }
 

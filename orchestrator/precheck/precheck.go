@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
@@ -78,20 +79,39 @@ func Checks(cfg plan.Config) ([]Check, error) {
 		c.WantStatus = 200
 		return append(checks, c), nil
 	}
-	if !plan.HasWAF(cfg.Flavor) {
+	if !inspects(cfg) {
 		return checks, nil
 	}
+	return append(checks, Attacks(cfg)...), nil
+}
+
+// Attacks are the requests sent as attacks under load (a plan's attack
+// share), with the status each must get. A configuration that inspects
+// gets its tier family's attacks, to be blocked (403). One that inspects
+// nothing (no WAF, tier module-off, the no-op module) gets every attack,
+// to be passed to the backend (200): its traffic is then the same kind as
+// the WAF flavors', attacks included.
+func Attacks(cfg plan.Config) []Check {
+	var out []Check
 	family := Family(cfg.Tier)
 	for _, a := range attacks {
-		for _, f := range a.families {
-			if f == family {
-				c := a.check
-				c.WantStatus = 403
-				checks = append(checks, c)
-			}
+		c := a.check
+		switch {
+		case !inspects(cfg):
+			c.WantStatus = 200
+		case slices.Contains(a.families, family):
+			c.WantStatus = 403
+		default:
+			continue
 		}
+		out = append(out, c)
 	}
-	return checks, nil
+	return out
+}
+
+// inspects reports whether a configuration runs rules on its traffic.
+func inspects(cfg plan.Config) bool {
+	return plan.HasWAF(cfg.Flavor) && cfg.Tier != plan.TierModuleOff && cfg.Flavor != plan.FlavorEnvoyNoopModule
 }
 
 // Run sends every check to base.URL (http://127.0.0.1:PORT, or https://),

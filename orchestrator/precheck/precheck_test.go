@@ -79,3 +79,31 @@ func TestChecksOfAMixSendEachMember(t *testing.T) {
 		t.Errorf("checks %+v: want the benign get and json_10k", checks)
 	}
 }
+
+// Under load a configuration that inspects is sent its tier family's
+// attacks, to be blocked; one that inspects nothing is sent every attack,
+// to be passed.
+func TestAttacksUnderLoad(t *testing.T) {
+	for _, tc := range []struct {
+		cfg    plan.Config
+		n      int
+		status int
+	}{
+		{plan.Config{Flavor: plan.FlavorWAF, Tier: plan.TierFullCRS, Shape: plan.ShapeGet}, 4, 403},
+		{plan.Config{Flavor: plan.FlavorNginxModSecurity, Tier: plan.TierFullCRSAudit, Shape: plan.ShapeGet}, 4, 403},
+		{plan.Config{Flavor: plan.FlavorWAFAccelerated, Tier: plan.TierHeadersOnly, Shape: plan.ShapeGet}, 2, 403},
+		{plan.Config{Flavor: plan.FlavorWAF, Tier: plan.TierTargeted, Shape: plan.ShapeGet}, 6, 403},
+		{plan.Config{Flavor: plan.FlavorEnvoy, Tier: plan.TierNone, Shape: plan.ShapeGet}, 6, 200},
+		{plan.Config{Flavor: plan.FlavorWAF, Tier: plan.TierModuleOff, Shape: plan.ShapeGet}, 6, 200},
+	} {
+		got := Attacks(tc.cfg)
+		if len(got) != tc.n {
+			t.Errorf("%s: %d attacks, want %d", tc.cfg.ID(), len(got), tc.n)
+		}
+		for _, c := range got {
+			if c.WantStatus != tc.status {
+				t.Errorf("%s: %s must get %d, want %d", tc.cfg.ID(), c.Name, c.WantStatus, tc.status)
+			}
+		}
+	}
+}

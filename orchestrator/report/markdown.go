@@ -51,7 +51,7 @@ func renderMarkdown(meta dataset.Metadata, steps []dataset.StepRow, knees, summa
 	writeMethod(&b, summary, descentFloor(meta, steps))
 	writeKneeTable(&b, steps, summary)
 	writeAuditSection(&b, summary, flavorOrder(steps, summary))
-	writeMixSection(&b, steps, knees, summary, members)
+	writeMembersSection(&b, steps, knees, summary, members)
 	writeRoundTable(&b, knees)
 	writePlots(&b, steps, panels)
 	writeReproduce(&b, meta)

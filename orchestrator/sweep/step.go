@@ -34,20 +34,19 @@ const (
 // step measures one rate: one run of warm-up, measured window and a short
 // tail, with the proxy's CPU and request counters sampled at the window's
 // edges, then a cool-down. A step whose pre-check failed is recorded as
-// invalid without sending load. A mixed shape's step also returns what
-// each member was sent and got.
+// invalid without sending load. A step of several runs (a mixed shape's
+// members, attacks beside the load) also returns what each was sent and
+// got.
 func (c *configRun) step(ctx context.Context, rate int, kind knee.Kind, sloMs float64) (dataset.StepRow, []dataset.MemberRow, error) {
 	row := c.newRow(rate, kind, sloMs)
 	if c.precheckOK != nil {
 		return c.invalid(row, c.precheckOK.Error()), nil, nil
 	}
 	edges := &windowEdges{deployed: c.deployed}
-	specs := c.specs(rate, row.Connections)
+	runs := c.runs(rate, row.Connections)
+	specs := specsOf(runs)
 	specs[0].OnEdge = edges.sample
-	row.Connections = 0
-	for _, s := range specs {
-		row.Connections += s.Connections
-	}
+	row.Connections = benignConnections(runs)
 	row.StartedAt = time.Now().UTC()
 	peak := startRSSSampler(c.deployed)
 	res, each, err := c.runLoad(ctx, specs)
@@ -67,78 +66,17 @@ func (c *configRun) step(ctx context.Context, rate int, kind knee.Kind, sloMs fl
 	if err != nil && !c.deployed.Restarted() {
 		return row, nil, err
 	}
-	c.fill(&row, res, window, stepPeak)
+	members := memberRows(row, runs, each)
+	c.fill(&row, res, window, stepPeak, members)
 	if err := c.archive(&row, res.RawJSON); err != nil {
 		return row, nil, err
 	}
-	members := c.memberRows(row, specs, each)
 	select {
 	case <-ctx.Done():
 		return row, members, ctx.Err()
 	case <-time.After(c.opts.Plan.Cooldown):
 	}
 	return row, members, nil
-}
-
-// runLoad sends the step's load: one run, or a mix's runs together
-// through a target that can (target.MixRunner).
-func (c *configRun) runLoad(ctx context.Context, specs []loadgen.Spec) (loadgen.Result, []loadgen.Result, error) {
-	if len(specs) == 1 {
-		res, err := c.deployed.RunLoad(ctx, specs[0])
-		return res, nil, err
-	}
-	m, ok := c.deployed.(target.MixRunner)
-	if !ok {
-		return loadgen.Result{}, nil, fmt.Errorf("the %s target cannot send a mixed shape", c.opts.Target.Name())
-	}
-	return m.RunLoads(ctx, specs)
-}
-
-// memberRows are a mixed step's members as members.csv records them; none
-// for a plain shape.
-func (c *configRun) memberRows(row dataset.StepRow, specs []loadgen.Spec, each []loadgen.Result) []dataset.MemberRow {
-	if c.shape.Members == nil || len(each) != len(specs) {
-		return nil
-	}
-	out := make([]dataset.MemberRow, len(each))
-	for i, m := range c.shape.Members {
-		r := dataset.MemberRow{SweepID: row.SweepID, Round: row.Round, ConfigID: row.ConfigID, Seq: row.Seq,
-			Member: m.Shape.Name, Weight: m.Weight, TargetRPS: specs[i].QPS, Connections: specs[i].Connections,
-			AchievedRPS: math.NaN(), P50Ms: math.NaN(), P99Ms: math.NaN()}
-		if w := each[i].Window; w != nil {
-			r.Scheduled, r.Completed, r.Non2xx, r.SocketErrors = int64(math.Round(w.Scheduled)), w.Completed, w.Non2xx, w.SocketErrors
-			r.AchievedRPS, r.P50Ms, r.P99Ms = w.AchievedQPS(), w.Corrected.P50Ms, w.Corrected.P99Ms
-		}
-		out[i] = r
-	}
-	return out
-}
-
-// specs is the step's load: the shape at rate over connections, or each
-// member of a mixed shape at its share of both (plan.SplitByWeight keeps
-// the calls per connection even across members).
-func (c *configRun) specs(rate, connections int) []loadgen.Spec {
-	base := c.transportSpec()
-	base.URL += "/api/orders"
-	base.Warmup, base.Duration = c.opts.Plan.Warmup, c.opts.Plan.Measure
-	members := c.shape.Members
-	if members == nil {
-		members = []plan.Member{{Shape: c.shape, Weight: 1}}
-	}
-	weights, total := make([]int, len(members)), 0
-	for i, m := range members {
-		weights[i] = m.Weight
-		total += m.Weight
-	}
-	conns := plan.SplitByWeight(connections, weights)
-	specs := make([]loadgen.Spec, len(members))
-	for i, m := range members {
-		s := base
-		s.Method, s.ContentType, s.Body = m.Shape.Method, m.Shape.ContentType, m.Shape.Body
-		s.QPS, s.Connections = float64(rate)*float64(m.Weight)/float64(total), conns[i]
-		specs[i] = s
-	}
-	return specs
 }
 
 // transportSpec is how every request of the configuration reaches it, the
@@ -199,7 +137,7 @@ func (c *configRun) newRow(rate int, kind knee.Kind, sloMs float64) dataset.Step
 	return dataset.StepRow{
 		SweepID: c.opts.SweepID, Round: c.round, ConfigID: c.cfg.ID(),
 		Flavor: c.cfg.Flavor, Tier: c.cfg.Tier, Shape: c.cfg.Shape, Transport: c.opts.Plan.Transport(),
-		ShapeBytes: len(c.shape.Body), ShapeFields: c.shape.Fields,
+		ShapeBytes: c.shape.Bytes, ShapeFields: c.shape.Fields,
 		Seq: len(c.journal.Steps(c.round, c.cfg.ID())), Kind: string(kind), SLOMs: sloMs,
 		TargetRPS: rate, Connections: c.opts.Plan.ConnectionsFor(rate),
 		WarmupS: c.opts.Plan.Warmup.Seconds(), MeasureS: c.opts.Plan.Measure.Seconds(),
@@ -225,8 +163,9 @@ func (c *configRun) invalid(row dataset.StepRow, reason string) dataset.StepRow 
 // fill copies the load result and the window's resource deltas into the
 // row and decides the verdict (see package knee for pass/fail, and the
 // notes for validity).
-func (c *configRun) fill(row *dataset.StepRow, res loadgen.Result, edges [2]edgeSample, stepPeakRSS uint64) {
+func (c *configRun) fill(row *dataset.StepRow, res loadgen.Result, edges [2]edgeSample, stepPeakRSS uint64, members []dataset.MemberRow) {
 	fillCounts(row, res, edges)
+	fillAttacks(row, members)
 	window := row.WindowS
 	before, after := edges[0].usage, edges[1].usage
 	row.LoadgenCPUS = res.LoadgenCPUSeconds
@@ -270,7 +209,7 @@ func (c *configRun) fill(row *dataset.StepRow, res loadgen.Result, edges [2]edge
 	row.Completion, row.ErrorRatio = step.Completion(), step.ErrorRatio()
 	row.Verdict = dataset.VerdictOf(step)
 	if !step.Invalid && !step.Passed() {
-		row.Reasons = failReasons(step)
+		row.Reasons = failReasons(*row)
 	}
 }
 
@@ -320,9 +259,11 @@ func windowReasons(row dataset.StepRow, proxyCores float64, p plan.Plan) []strin
 	}
 	reasons = append(reasons, latenessReasons(row, p)...)
 	if row.ProxyCompleted >= 0 {
-		slack := counterSlackShare*float64(row.Completed) + counterSlackSeconds*float64(row.TargetRPS) + 2
-		if diff := math.Abs(float64(row.ProxyCompleted - row.Completed)); diff > slack {
-			reasons = append(reasons, fmt.Sprintf("proxy counted %d requests in the window, the load generator %d", row.ProxyCompleted, row.Completed))
+		// The proxy counts the attacks too.
+		sent := row.Completed + row.AttackCalls
+		slack := counterSlackShare*float64(sent) + counterSlackSeconds*float64(row.TargetRPS) + 2
+		if diff := math.Abs(float64(row.ProxyCompleted - sent)); diff > slack {
+			reasons = append(reasons, fmt.Sprintf("proxy counted %d requests in the window, the load generator %d", row.ProxyCompleted, sent))
 		}
 	}
 	return reasons
@@ -351,8 +292,15 @@ func latenessReasons(row dataset.StepRow, p plan.Plan) []string {
 }
 
 // failReasons says which of the pass conditions a step missed.
-func failReasons(s knee.Step) []string {
+func failReasons(row dataset.StepRow) []string {
+	s := row.KneeStep()
 	var reasons []string
+	if row.AttackMisses > 0 {
+		reasons = append(reasons, fmt.Sprintf("%d attack calls did not get their status (members.csv says which)", row.AttackMisses))
+	}
+	if row.BenignBlocked > 0 {
+		reasons = append(reasons, fmt.Sprintf("%d benign calls were blocked", row.BenignBlocked))
+	}
 	if s.Completion() < knee.MinCompletion {
 		reasons = append(reasons, fmt.Sprintf("completion %.3f < %.2f", s.Completion(), knee.MinCompletion))
 	}

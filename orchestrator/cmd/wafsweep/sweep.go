@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -40,7 +41,7 @@ type sweepFlags struct {
 	backendCost                           backend.Cost
 	envoyEnv                              []string
 	auditLog, tls                         bool
-	protocol                              string
+	protocol, attackShare                 string
 	kube                                  kubeFlags
 }
 
@@ -52,7 +53,7 @@ func parseSweepFlags(args []string, stderr io.Writer) (sweepFlags, *flag.FlagSet
 	fs.StringVar(&f.planFile, "plan", "", "JSON plan file (replaces --profile; flags below still override it)")
 	fs.StringVar(&f.flavors, "flavors", "", "comma-separated flavors: "+strings.Join(plan.Flavors(), ", "))
 	fs.StringVar(&f.tiers, "tiers", "", "comma-separated tiers: "+strings.Join(plan.Tiers(), ", "))
-	fs.StringVar(&f.shapes, "shapes", "", "comma-separated shapes: "+strings.Join(plan.Shapes(), ", ")+"; or a mix of them sent together, e.g. mix:get=60,json_1k=30,json_10k=10 (weights in proportion of the step's rate)")
+	fs.StringVar(&f.shapes, "shapes", "", "comma-separated shapes: "+strings.Join(plan.Shapes(), ", ")+"; or a mix of them sent together, e.g. mix:get=60,json_1k=30,json_10k=10 (weights in proportion of the step's rate), or mixfile:PATH for a mix read from a file (one \"SHAPE WEIGHT\" per line)")
 	fs.StringVar(&f.ladder, "ladder", "", "comma-separated target rates in RPS, ascending (e.g. 1000,2000,4000)")
 	fs.StringVar(&f.slos, "slo", "", "comma-separated p99 objectives whose highest sustainable rate is searched for each configuration (default 10ms,50ms,250ms; \"none\" turns the searches off)")
 	fs.IntVar(&f.connections, "connections", 0, "load generator connections")
@@ -68,6 +69,7 @@ func parseSweepFlags(args []string, stderr io.Writer) (sweepFlags, *flag.FlagSet
 	})
 	fs.BoolVar(&f.auditLog, "audit-log", false, "every WAF configuration writes its JSON audit log of every transaction into its run directory, as tier full-crs-audit does (Coraza's, ModSecurity's for nginx); steps record audit bytes per request and the proxy's disk writes (part of the plan and the sweep's identity)")
 	fs.StringVar(&f.protocol, "protocol", "", "what the load generator speaks to the proxy: h1 (HTTP/1.1, the default) or h2 (HTTP/2: h2c with prior knowledge, or ALPN h2 with --tls); the proxy speaks HTTP/1.1 to the backend either way (part of the plan and the sweep's identity)")
+	fs.StringVar(&f.attackShare, "attack-share", "", "share of each step's rate sent as the attacks of each configuration's tier, e.g. 1% (the pre-check's attacks, interleaved); a step then also needs every attack blocked (or passed, where nothing inspects) and no benign request blocked (part of the plan and the sweep's identity)")
 	fs.BoolVar(&f.tls, "tls", false, "the proxy terminates TLS (ECDSA P-256 certificate made for the run, TLS 1.3 or 1.2 as negotiated) and the load generator verifies it (part of the plan and the sweep's identity)")
 	fs.StringVar(&f.sweepID, "sweep-id", "", "name of the output directory under --results (default: derived from the plan, so the same command resumes)")
 	fs.StringVar(&f.resultsDir, "results", "", "results directory (default <repo>/results)")
@@ -171,7 +173,9 @@ func (f sweepFlags) buildPlan() (plan.Plan, error) {
 	list(f.flavors, &p.Flavors)
 	list(f.tiers, &p.Tiers)
 	if f.shapes != "" {
-		p.Shapes = splitShapes(f.shapes)
+		shapes, err := readMixFiles(splitShapes(f.shapes))
+		errs = append(errs, err)
+		p.Shapes = shapes
 	}
 	if f.ladder != "" {
 		p.Ladder = nil
@@ -217,6 +221,13 @@ func (f sweepFlags) buildPlan() (plan.Plan, error) {
 	if f.tls {
 		p.TLS = true
 	}
+	if f.attackShare != "" {
+		pct, err := parsePercent(f.attackShare)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--attack-share: %w", err))
+		}
+		p.AttackSharePct = pct
+	}
 	errs = append(errs, p.Validate())
 	return p, errors.Join(errs...)
 }
@@ -236,6 +247,35 @@ func splitShapes(s string) []string {
 		out = append(out, part)
 	}
 	return out
+}
+
+// readMixFiles replaces each mix file named in shapes (plan.MixFilePrefix)
+// by the mix it holds, so that the plan, and the sweep's identity, carry
+// the mix itself and not a path whose file may change.
+func readMixFiles(shapes []string) ([]string, error) {
+	var errs []error
+	out := slices.Clone(shapes)
+	for i, s := range out {
+		path, ok := strings.CutPrefix(s, plan.MixFilePrefix)
+		if !ok {
+			continue
+		}
+		mix, err := plan.ReadMixFile(path)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--shapes: %w", err))
+		}
+		out[i] = mix
+	}
+	return out, errors.Join(errs...)
+}
+
+// parsePercent reads "1%", "0.5%" or "1" as a percentage.
+func parsePercent(s string) (float64, error) {
+	v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(s), "%"), 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a percentage such as 1%%", s)
+	}
+	return v, nil
 }
 
 func splitList(s string) []string {

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -79,6 +80,12 @@ func TestBadFlagsFailBeforeAnythingStarts(t *testing.T) {
 		{[]string{"--audit-log", "--flavors", "waf", "--tiers", "module-off,headers-only"}, "audit_log: tier module-off inspects nothing"},
 		{[]string{"--protocol", "h3"}, `protocol "h3": use h1, h2`},
 		{[]string{"--target", "kind", "--protocol", "h2", "--tls"}, "transport h2+tls is not available on the Kubernetes targets"},
+		{[]string{"--attack-share", "a lot"}, `--attack-share: "a lot" is not a percentage`},
+		{[]string{"--attack-share", "60%"}, "attack share 60% is out of range"},
+		{[]string{"--attack-share", "-1%"}, "attack share -1% is out of range"},
+		{[]string{"--target", "kind", "--attack-share", "1%"}, "attack share 1% is not available on the Kubernetes targets"},
+		{[]string{"--shapes", "get,mixfile:/nonexistent.mix"}, "--shapes: mix file"},
+		{[]string{"--target", "kind", "--shapes", "mix:get=1,json_1k=1"}, "mixed shape mix:get=1,json_1k=1 is not available on the Kubernetes targets"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -197,6 +204,26 @@ func usageCommands(text string) []string {
 		}
 	}
 	return out
+}
+
+// A mix file and an attack share reach the plan as what they mean: the
+// mix itself (not the file's path) and the share in percent.
+func TestMixFileAndAttackShareFlags(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "storefront.mix")
+	if err := os.WriteFile(path, []byte("get 60\njson_1k 30\njson_10k 10\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, _, err := parseSweepFlags([]string{"--shapes", "get,mixfile:" + path, "--attack-share", "0.5%"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.buildPlan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(p.Shapes, []string{"get", "mix:get=60,json_1k=30,json_10k=10"}) || p.AttackSharePct != 0.5 {
+		t.Errorf("shapes %q, attack share %v%%", p.Shapes, p.AttackSharePct)
+	}
 }
 
 func TestSplitShapesKeepsMixesWhole(t *testing.T) {

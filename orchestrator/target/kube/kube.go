@@ -157,7 +157,8 @@ func (k *Kube) CheckModule(p plan.Plan) error { return CheckPlan(p) }
 var flavors = []string{plan.FlavorDirect, plan.FlavorEnvoy, plan.FlavorWAF, plan.FlavorWAFAccelerated}
 
 // CheckPlan rejects, before anything is built or deployed, a plan with
-// a flavor, a transport or a mixed shape the Kubernetes targets cannot run.
+// a flavor, a transport, a mixed shape or an attack share the Kubernetes
+// targets cannot run.
 func CheckPlan(p plan.Plan) error {
 	var bad []string
 	for _, f := range p.Flavors {
@@ -178,6 +179,10 @@ func CheckPlan(p plan.Plan) error {
 	if i := slices.IndexFunc(p.Shapes, plan.IsMix); i >= 0 {
 		// The remote load generator runs one spec per step.
 		errs = append(errs, fmt.Errorf("mixed shape %s is not available on the Kubernetes targets yet: run it on the local target", p.Shapes[i]))
+	}
+	if p.AttackSharePct > 0 {
+		// The remote load generator runs one spec per step.
+		errs = append(errs, fmt.Errorf("attack share %g%% is not available on the Kubernetes targets yet: run it on the local target", p.AttackSharePct))
 	}
 	return errors.Join(errs...)
 }

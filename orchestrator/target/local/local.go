@@ -419,7 +419,13 @@ type runningBackend interface {
 	stop() error
 }
 
-type inProcessBackend struct{ s *backend.Server }
+// inProcessBackend runs inside this process; its log (logDir's
+// backend.log) holds only the summary it writes when stopped, as the
+// backend process's does.
+type inProcessBackend struct {
+	s      *backend.Server
+	logDir string
+}
 
 // BackendRecent is what last reached the backend of a deployment of this
 // target (backend.Server.Recent), when the backend runs inside this
@@ -440,7 +446,14 @@ func BackendRecent(d target.Deployed) ([]backend.RequestRecord, bool) {
 func (b inProcessBackend) addr() string        { return b.s.Addr() }
 func (b inProcessBackend) port() int           { return b.s.Port() }
 func (b inProcessBackend) cpuSeconds() float64 { return -1 }
-func (b inProcessBackend) stop() error         { return b.s.Close() }
+func (b inProcessBackend) stop() error {
+	err := b.s.Close()
+	if b.logDir == "" {
+		return err
+	}
+	log := filepath.Join(b.logDir, "backend.log")
+	return errors.Join(err, os.WriteFile(log, []byte(b.s.Stats().Summary()), 0o644))
+}
 
 // startBackend starts the backend: behind a proxy an HTTP/1.1 origin in
 // clear; for the direct flavor the edge itself, over the deployment's
@@ -458,7 +471,7 @@ func (l *Local) startBackend(ctx context.Context, d target.Deployment) (runningB
 		if err != nil {
 			return nil, err
 		}
-		return inProcessBackend{s}, nil
+		return inProcessBackend{s, d.RunDir}, nil
 	}
 	return startBackendProcess(ctx, backendCommand(l.opts.BackendCommand, o), l.opts.BackendCPUs, d.RunDir)
 }

@@ -26,7 +26,14 @@ func TestSweepOfAMixedShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	mixShape, err := plan.ShapeByName(mix)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range steps {
+		if s.ShapeBytes != mixShape.Bytes || s.ShapeBytes == 0 {
+			t.Errorf("step at %d rps: shape_bytes %d, want the members' weighted mean %d", s.TargetRPS, s.ShapeBytes, mixShape.Bytes)
+		}
 		var got []dataset.MemberRow
 		var completed int64
 		for _, m := range members {
@@ -44,7 +51,7 @@ func TestSweepOfAMixedShape(t *testing.T) {
 		}
 	}
 	report, err := os.ReadFile(filepath.Join(out, sweep.ReportFile))
-	if err != nil || !strings.Contains(string(report), "## Mixed shapes") {
+	if err != nil || !strings.Contains(string(report), "## Mixed shapes and attacks") {
 		t.Errorf("the report has no mixed shapes section (%v)", err)
 	}
 	if _, err := os.Stat(filepath.Join(out, "runs", "r0", plan.FlavorWAF, plan.TierFullCRS, plan.PathName(mix))); err != nil {
