@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wafsweep/wafsweep/orchestrator/backend"
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
@@ -28,7 +29,13 @@ func TestAttackShareUnderLoad(t *testing.T) {
 		{plan.FlavorEnvoy, plan.TierNone, 200},
 	} {
 		t.Run(tc.flavor, func(t *testing.T) {
-			out := sweepAtLowRate(t, tc.flavor, func(p *plan.Plan) { p.AttackSharePct = 25 })
+			// A quarter of 10-20 RPS over 4 s windows: every attack has a
+			// call in each window (at most 2.4 s apart), and vanilla Envoy
+			// enough benign calls that its CPU per request stands out of
+			// its idle CPU.
+			out := sweepAtLowRate(t, tc.flavor, func(p *plan.Plan) {
+				p.AttackSharePct, p.Measure = 25, 4*time.Second
+			})
 			steps, err := dataset.ReadSteps(filepath.Join(out, sweep.StepsFile))
 			if err != nil {
 				t.Fatal(err)
