@@ -103,42 +103,6 @@ func mixShape(name string) (Shape, error) {
 	return Shape{Name: name, Members: members, Bytes: bytes / total, Fields: fields / total}, nil
 }
 
-// SplitByWeight splits n (a step's connections) over weights in
-// proportion, by largest remainder, so that every part carries about the
-// same rate; each part gets at least one, taken from the largest, so the
-// parts sum to n, or to len(weights) when n is smaller.
-func SplitByWeight(n int, weights []int) []int {
-	parts := make([]int, len(weights))
-	if len(weights) == 0 {
-		return parts
-	}
-	n = max(n, len(weights))
-	total := 0
-	for _, w := range weights {
-		total += w
-	}
-	type rest struct{ i, num int }
-	rests := make([]rest, len(weights))
-	given := 0
-	for i, w := range weights {
-		parts[i] = n * w / total
-		given += parts[i]
-		rests[i] = rest{i, n * w % total}
-	}
-	slices.SortStableFunc(rests, func(a, b rest) int { return b.num - a.num })
-	for k := range n - given {
-		parts[rests[k].i]++
-	}
-	for i := range parts {
-		if parts[i] == 0 {
-			largest := slices.Index(parts, slices.Max(parts))
-			parts[largest]--
-			parts[i]++
-		}
-	}
-	return parts
-}
-
 // PathName is a shape's name as a path component: a mix's name holds ":",
 // "," and "=", which tools reading the run directories (ModSecurity's
 // Include among them) may cut at; "mix:get=60,json_1k=40" is

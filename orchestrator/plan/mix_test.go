@@ -58,26 +58,23 @@ func TestMixRefusesWhatItCannotSend(t *testing.T) {
 	}
 }
 
-func TestSplitByWeight(t *testing.T) {
+// Each member of a mix is connected as a plain shape at its rate, so a
+// member of a small weight still has MinConnections, but no connection is
+// left with fewer than two calls in the window.
+func TestMemberConnections(t *testing.T) {
+	p := Default() // 20 s windows, 64 connections at most
 	for _, tc := range []struct {
-		n       int
-		weights []int
-		want    []int
+		qps  float64
+		want int
 	}{
-		{10, []int{60, 30, 10}, []int{6, 3, 1}},
-		{4, []int{60, 30, 10}, []int{2, 1, 1}},
-		{2, []int{60, 30, 10}, []int{1, 1, 1}}, // one each, whatever n
-		{64, []int{60, 30, 10}, []int{39, 19, 6}},
-		{7, []int{1, 1}, []int{4, 3}},
-		{0, nil, []int{}},
+		{5, MinConnections},          // 100 calls: 4 connections of 25
+		{0.3, 3},                     // 6 calls: 3 connections of 2
+		{0.05, 1},                    // 1 call: one connection
+		{600, 64},                    // 12,000 calls: capped by Connections
+		{2 * CallsPerConnection, 40}, // 2,000 calls: 40 of 50
 	} {
-		got := SplitByWeight(tc.n, tc.weights)
-		sum := 0
-		for _, g := range got {
-			sum += g
-		}
-		if !slices.Equal(got, tc.want) || len(tc.weights) > 0 && sum != max(tc.n, len(tc.weights)) {
-			t.Errorf("SplitByWeight(%d, %v) = %v, want %v", tc.n, tc.weights, got, tc.want)
+		if got := p.MemberConnections(tc.qps); got != tc.want {
+			t.Errorf("MemberConnections(%v) = %d, want %d", tc.qps, got, tc.want)
 		}
 	}
 }

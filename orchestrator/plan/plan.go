@@ -329,3 +329,15 @@ func (p Plan) ConnectionsFor(rate int) int {
 	perWindow := int(float64(rate) * p.Measure.Seconds() / CallsPerConnection)
 	return max(min(perWindow, p.Connections), min(MinConnections, p.Connections))
 }
+
+// MemberConnections are the connections of one member of a mixed shape
+// sent at qps: each member is connected as a plain shape at its rate would
+// be (ConnectionsFor), since its connections carry only its requests and
+// one slow request must not bound its rate either; but never so many that
+// a connection gets fewer than two calls in the window, and at least one.
+func (p Plan) MemberConnections(qps float64) int {
+	calls := qps * p.Measure.Seconds()
+	perWindow := int(calls / CallsPerConnection)
+	n := max(min(perWindow, p.Connections), min(MinConnections, p.Connections))
+	return max(min(n, int(calls/2)), 1)
+}

@@ -32,9 +32,9 @@ type stepRun struct {
 func (r stepRun) attack() bool { return r.want != 0 }
 
 // runs is the step's load at rate over connections: the shape, or each
-// member of a mixed shape at its weight's share of both
-// (plan.SplitByWeight keeps the calls per connection even across
-// members), then, with an attack share, each of the configuration's
+// member of a mixed shape at its weight's share of the rate over
+// connections of its own (plan.MemberConnections), then, with an attack
+// share, each of the configuration's
 // attacks at an equal part of that share, over a connection of its own,
 // sent Apart so that the benign figures stay the benign calls'.
 func (c *configRun) runs(rate, connections int) []stepRun {
@@ -49,22 +49,15 @@ func (c *configRun) runs(rate, connections int) []stepRun {
 	if len(attacks) > 0 {
 		benignRate -= attackRate
 	}
-	members := c.shape.Members
-	if members == nil {
-		members = []plan.Member{{Shape: c.shape, Weight: 1}}
-	}
-	weights, total := make([]int, len(members)), 0
-	for i, m := range members {
-		weights[i] = m.Weight
-		total += m.Weight
-	}
-	conns := plan.SplitByWeight(connections, weights)
 	var runs []stepRun
-	for i, m := range members {
+	for _, m := range c.members() {
 		s := base
 		s.URL += "/api/orders"
 		s.Method, s.ContentType, s.Body = m.Shape.Method, m.Shape.ContentType, m.Shape.Body
-		s.QPS, s.Connections = benignRate*float64(m.Weight)/float64(total), conns[i]
+		s.QPS, s.Connections = benignRate*m.share, connections
+		if len(c.shape.Members) > 0 {
+			s.Connections = c.opts.Plan.MemberConnections(s.QPS)
+		}
 		runs = append(runs, stepRun{spec: s, member: m.Shape.Name, weight: m.Weight})
 	}
 	for _, a := range attacks {
@@ -82,6 +75,29 @@ func (c *configRun) runs(rate, connections int) []stepRun {
 		runs = append(runs, stepRun{spec: s, member: a.Name, want: a.WantStatus})
 	}
 	return runs
+}
+
+// weighedMember is a member of the shape with its share of the rate.
+type weighedMember struct {
+	plan.Member
+	share float64
+}
+
+// members are the shape's members, or the plain shape as its only one.
+func (c *configRun) members() []weighedMember {
+	members := c.shape.Members
+	if members == nil {
+		members = []plan.Member{{Shape: c.shape, Weight: 1}}
+	}
+	total := 0
+	for _, m := range members {
+		total += m.Weight
+	}
+	out := make([]weighedMember, len(members))
+	for i, m := range members {
+		out[i] = weighedMember{m, float64(m.Weight) / float64(total)}
+	}
+	return out
 }
 
 func specsOf(runs []stepRun) []loadgen.Spec {
