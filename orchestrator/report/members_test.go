@@ -35,14 +35,14 @@ func TestMembersSectionShowsEachRunAtTheKnee(t *testing.T) {
 		return dataset.KneeRow{Round: r, ConfigID: id, Shape: "mix:get=3,json_1k=1", KneeRPS: 400, Rounds: 1}
 	}
 	all := round(dataset.AllRounds)
-	all.Rounds, all.P99MsAtKnee = 2, 25
+	all.Rounds, all.P99MsAtKnee, all.CoresPer1kAtKnee, all.KneeMinRPS, all.KneeMaxRPS = 2, 25, 9.5, 400, 400
 	var b bytes.Buffer
 	writeMembersSection(&b, steps, []dataset.KneeRow{round(0), round(1), all}, []dataset.KneeRow{all}, members)
 	for _, want := range []string{
 		"## Mixed shapes and attacks",
-		"| `" + id + "` | 400 | 25.0 | get | benign | 3 | 300.0 | 2.50 | 5.00 |",
-		"|  |  |  | json_1k | benign | 1 | 100.0 | 12.50 | 25.00 |",
-		"|  |  |  | SQLi in the query | attack (403) |  | 1.0 | 1.50 | 3.00 |",
+		"| `" + id + "` | 400 | 2 (400-400) | 9.500 | 25.0 | get | benign | 3 | 300.0 | 2.50 | 5.00 |",
+		"|  |  |  |  |  | json_1k | benign | 1 | 100.0 | 12.50 | 25.00 |",
+		"|  |  |  |  |  | SQLi in the query | attack (403) |  | 1.0 | 1.50 | 3.00 |",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("want %q in\n%s", want, b.String())

@@ -34,6 +34,7 @@ var sectionKinds = map[string]sectionRenderer{
 	"memory":       memoryTable,
 	"audit":        auditTable,
 	"transport":    transportTable,
+	"members":      membersTable,
 	"slo":          sloTable,
 	"module-cost":  moduleCostTable,
 	"engine":       engineTable,
