@@ -11,7 +11,6 @@ import (
 	"github.com/wafsweep/wafsweep/orchestrator/backend"
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
-	"github.com/wafsweep/wafsweep/orchestrator/sweep"
 )
 
 // An attack share sends the tier's attacks beside the benign load. Through
@@ -36,14 +35,11 @@ func TestAttackShareUnderLoad(t *testing.T) {
 			out := sweepAtLowRate(t, tc.flavor, func(p *plan.Plan) {
 				p.AttackSharePct, p.Measure = 25, 4*time.Second
 			})
-			steps, err := dataset.ReadSteps(filepath.Join(out, sweep.StepsFile))
+			sw, err := dataset.ReadSweep(out)
 			if err != nil {
 				t.Fatal(err)
 			}
-			members, err := dataset.ReadMembers(filepath.Join(out, dataset.MembersFile))
-			if err != nil {
-				t.Fatal(err)
-			}
+			steps, members := sw.Steps, sw.Members
 			var attackCalls int64
 			for _, s := range steps {
 				attackCalls += s.AttackCalls

@@ -18,14 +18,11 @@ func TestSweepOfAMixedShape(t *testing.T) {
 	requireModule(t)
 	const mix = "mix:get=3,json_1k=1"
 	out := sweepAtLowRate(t, plan.FlavorWAF, func(p *plan.Plan) { p.Shapes = []string{mix} })
-	steps, err := dataset.ReadSteps(filepath.Join(out, sweep.StepsFile))
+	sw, err := dataset.ReadSweep(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	members, err := dataset.ReadMembers(filepath.Join(out, dataset.MembersFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	steps, members := sw.Steps, sw.Members
 	mixShape, err := plan.ShapeByName(mix)
 	if err != nil {
 		t.Fatal(err)
