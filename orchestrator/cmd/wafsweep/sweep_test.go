@@ -83,9 +83,7 @@ func TestBadFlagsFailBeforeAnythingStarts(t *testing.T) {
 		{[]string{"--attack-share", "a lot"}, `--attack-share: "a lot" is not a percentage`},
 		{[]string{"--attack-share", "60%"}, "attack share 60% is out of range"},
 		{[]string{"--attack-share", "-1%"}, "attack share -1% is out of range"},
-		{[]string{"--target", "kind", "--attack-share", "1%"}, "attack share 1% is not available on the Kubernetes targets"},
 		{[]string{"--shapes", "get,mixfile:/nonexistent.mix"}, "--shapes: mix file"},
-		{[]string{"--target", "kind", "--shapes", "mix:get=1,json_1k=1"}, "mixed shape mix:get=1,json_1k=1 is not available on the Kubernetes targets"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -18,7 +18,7 @@ func TestCheckPlan(t *testing.T) {
 		{"the default plan", func(*plan.Plan) {}, nil},
 		{"nginx", func(p *plan.Plan) { p.Flavors = append(p.Flavors, plan.FlavorNginxModSecurity) }, []string{"flavors nginx-modsecurity"}},
 		{"h2", func(p *plan.Plan) { p.Protocol = plan.ProtocolH2 }, []string{"transport h2 "}},
-		{"a mix", func(p *plan.Plan) { p.Shapes = []string{"get", "mix:get=1,json_1k=1"} }, []string{"mixed shape mix:get=1,json_1k=1"}},
+		{"a mix and attacks", func(p *plan.Plan) { p.Shapes, p.AttackSharePct = []string{"get", "mix:get=1,json_1k=1"}, 1 }, nil},
 		{"TLS and nginx", func(p *plan.Plan) {
 			p.TLS = true
 			p.Flavors = append(p.Flavors, plan.FlavorNginxModSecurity)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -175,6 +176,9 @@ func restartCount(pod *corev1.Pod, container string) int32 {
 	return 0
 }
 
+// A step of several runs (a mixed shape, an attack share) runs on it.
+var _ target.MixRunner = (*deployed)(nil)
+
 // deployed is one running configuration on the cluster.
 type deployed struct {
 	kube      *Kube
@@ -243,30 +247,41 @@ func (d *deployed) waitReady(ctx context.Context, timeout time.Duration) error {
 // proxy is sampled at the window's edges (late by the port-forward's
 // latency). The step is charged the load generator container's CPU.
 func (d *deployed) RunLoad(ctx context.Context, spec loadgen.Spec) (loadgen.Result, error) {
-	rest, ok := strings.CutPrefix(spec.URL, d.url)
-	if !ok {
-		return loadgen.Result{}, fmt.Errorf("load URL %s is not under the deployment's URL %s", spec.URL, d.url)
+	all, _, err := d.RunLoads(ctx, []loadgen.Spec{spec})
+	return all, err
+}
+
+// RunLoads implements target.MixRunner: RunLoad for runs sent together
+// (loadgen.RunAll in the pod), a mixed shape's members or attacks beside
+// the load.
+func (d *deployed) RunLoads(ctx context.Context, specs []loadgen.Spec) (loadgen.Result, []loadgen.Result, error) {
+	specs = slices.Clone(specs)
+	for i, spec := range specs {
+		rest, ok := strings.CutPrefix(spec.URL, d.url)
+		if !ok {
+			return loadgen.Result{}, nil, fmt.Errorf("load URL %s is not under the deployment's URL %s", spec.URL, d.url)
+		}
+		specs[i].URL = d.dataURL + rest
 	}
-	spec.URL = d.dataURL + rest
 	k := d.kube
 	fortioPod, client, err := k.loadgenClient()
 	if err != nil {
-		return loadgen.Result{}, err
+		return loadgen.Result{}, nil, err
 	}
 	before, err := k.readContainer(ctx, fortioPod, "fortio")
 	if err != nil {
-		return loadgen.Result{}, fmt.Errorf("load generator CPU: %w", err)
+		return loadgen.Result{}, nil, fmt.Errorf("load generator CPU: %w", err)
 	}
-	res, err := client.Run(ctx, spec)
+	all, each, err := client.RunAll(ctx, specs)
 	if err != nil {
-		return res, err
+		return all, each, err
 	}
 	after, err := k.readContainer(ctx, fortioPod, "fortio")
 	if err != nil {
-		return res, fmt.Errorf("load generator CPU: %w", err)
+		return all, each, fmt.Errorf("load generator CPU: %w", err)
 	}
-	res.LoadgenCPUSeconds = after.CPUSeconds - before.CPUSeconds
-	return res, nil
+	all.LoadgenCPUSeconds = after.CPUSeconds - before.CPUSeconds
+	return all, each, nil
 }
 
 // Usage reads Envoy's and the backend's containers through their nodes'

@@ -157,8 +157,7 @@ func (k *Kube) CheckModule(p plan.Plan) error { return CheckPlan(p) }
 var flavors = []string{plan.FlavorDirect, plan.FlavorEnvoy, plan.FlavorWAF, plan.FlavorWAFAccelerated}
 
 // CheckPlan rejects, before anything is built or deployed, a plan with
-// a flavor, a transport, a mixed shape or an attack share the Kubernetes
-// targets cannot run.
+// a flavor or a transport the Kubernetes targets cannot run.
 func CheckPlan(p plan.Plan) error {
 	var bad []string
 	for _, f := range p.Flavors {
@@ -175,14 +174,6 @@ func CheckPlan(p plan.Plan) error {
 		// The in-cluster load generator and the pod's certificate are
 		// not built yet: refused before anything is deployed.
 		errs = append(errs, fmt.Errorf("transport %s is not available on the Kubernetes targets yet (HTTP/1.1 in clear only): run it on the local target", t.Name()))
-	}
-	if i := slices.IndexFunc(p.Shapes, plan.IsMix); i >= 0 {
-		// The remote load generator runs one spec per step.
-		errs = append(errs, fmt.Errorf("mixed shape %s is not available on the Kubernetes targets yet: run it on the local target", p.Shapes[i]))
-	}
-	if p.AttackSharePct > 0 {
-		// The remote load generator runs one spec per step.
-		errs = append(errs, fmt.Errorf("attack share %g%% is not available on the Kubernetes targets yet: run it on the local target", p.AttackSharePct))
 	}
 	return errors.Join(errs...)
 }

@@ -14,8 +14,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/wafsweep/wafsweep/orchestrator/backend"
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
+	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
 	"github.com/wafsweep/wafsweep/orchestrator/sweep"
 	"github.com/wafsweep/wafsweep/orchestrator/target"
@@ -330,15 +332,6 @@ func TestCloseDeletesEverything(t *testing.T) {
 // behind the load generator pod's real protocol, and must be sent to pod
 // IPs, never a port-forward.
 func TestSweepEndToEndOnFakeCluster(t *testing.T) {
-	k := newFakeTarget(t, "wafsweep-sweep")
-	ctx := t.Context()
-	if err := k.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
-	root, err := envoyproc.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := plan.Default()
 	p.Flavors = []string{plan.FlavorDirect, plan.FlavorEnvoy, plan.FlavorWAF}
 	// A shared test machine, and the capacity search is the plumbing
@@ -351,13 +344,7 @@ func TestSweepEndToEndOnFakeCluster(t *testing.T) {
 	p.Connections = 4
 	p.Warmup, p.Measure, p.Cooldown = 200*time.Millisecond, 2*time.Second, 0
 	p.FloorRPS, p.Confirm = 0, false
-	out := t.TempDir()
-	runsBefore := len(fake.loadgen.Specs())
-	err = sweep.Run(ctx, sweep.Options{Plan: p, Target: k, SweepID: "kwok", OutDir: out,
-		RulesetsDir: filepath.Join(root, "rulesets"), CommandLine: []string{"wafsweep", "sweep", "--target", "kube"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, runs := sweepOnFakeCluster(t, "wafsweep-sweep", p)
 	steps, err := dataset.ReadSteps(filepath.Join(out, sweep.StepsFile))
 	if err != nil {
 		t.Fatal(err)
@@ -376,7 +363,6 @@ func TestSweepEndToEndOnFakeCluster(t *testing.T) {
 			t.Errorf("%s at %d: load generator CPU not read from its container", s.ConfigID, s.TargetRPS)
 		}
 	}
-	runs := fake.loadgen.Specs()[runsBefore:]
 	if len(runs) != 6 {
 		t.Errorf("%d load runs, want one per step (warm-up, window and tail in one run)", len(runs))
 	}
@@ -481,4 +467,67 @@ func (c cancelOnFirstStep) Write(p []byte) (int, error) {
 		c.cancel()
 	}
 	return len(p), nil
+}
+
+// A mixed shape with a share of attacks runs on the Kubernetes targets as
+// on the local one: each step's runs reach the load generator pod
+// together, against pod IPs, the attacks Apart and marked; the step is
+// judged on them (the stand-in answers marked runs 403, as a WAF would).
+func TestMixWithAttacksOnFakeCluster(t *testing.T) {
+	p := plan.Default()
+	p.Flavors, p.Tiers, p.Shapes = []string{plan.FlavorWAF}, []string{plan.TierTargeted}, []string{"mix:get=3,json_1k=1"}
+	p.AttackSharePct = 10
+	p.MaxLoadgenLateness, p.MaxCPUSteal, p.MaxLoadgenDelay = 1, 1, time.Second
+	p.SLOs, p.Ladder, p.Connections = nil, []int{200}, 8
+	p.Warmup, p.Measure, p.Cooldown = 200*time.Millisecond, 2*time.Second, 0
+	p.FloorRPS, p.Confirm = 0, false
+	out, runs := sweepOnFakeCluster(t, "wafsweep-mix", p)
+	sw, err := dataset.ReadSweep(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attacks := 0
+	for _, r := range runs {
+		if !strings.HasPrefix(r.URL, "http://10.244.") {
+			t.Errorf("a run was sent to %s: want a pod IP", r.URL)
+		}
+		if _, marked := r.Headers[backend.HeaderAttack]; marked != r.Apart {
+			t.Errorf("run to %s: marked %v, apart %v", r.URL, marked, r.Apart)
+		} else if marked {
+			attacks++
+		}
+	}
+	if len(sw.Steps) != 1 || attacks != 6 {
+		t.Fatalf("%d steps, %d attack runs: want 1 step with the targeted tier's 6 attacks", len(sw.Steps), attacks)
+	}
+	s := sw.Steps[0]
+	if s.Verdict != dataset.VerdictPass || s.AttackCalls == 0 || s.AttackMisses != 0 || s.BenignBlocked != 0 {
+		t.Errorf("step: %s %v, %d attack calls, %d missed, %d benign blocked", s.Verdict, s.Reasons, s.AttackCalls, s.AttackMisses, s.BenignBlocked)
+	}
+	if len(sw.Members) != 2+6 || sw.Members[0].Member != plan.ShapeGet || sw.Members[2].Role != dataset.RoleAttack {
+		t.Errorf("members %+v: want get, json_1k and 6 attacks", sw.Members)
+	}
+}
+
+// sweepOnFakeCluster sweeps p on a fake cluster in namespace and returns
+// the sweep's directory and the runs the load generator stand-in received.
+func sweepOnFakeCluster(t *testing.T, namespace string, p plan.Plan) (string, []loadgen.Spec) {
+	t.Helper()
+	k := newFakeTarget(t, namespace)
+	ctx := t.Context()
+	if err := k.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	root, err := envoyproc.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	runsBefore := len(fake.loadgen.Specs())
+	err = sweep.Run(ctx, sweep.Options{Plan: p, Target: k, SweepID: namespace, OutDir: out,
+		RulesetsDir: filepath.Join(root, "rulesets"), CommandLine: []string{"wafsweep", "sweep", "--target", "kube"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, fake.loadgen.Specs()[runsBefore:]
 }

@@ -294,6 +294,9 @@ func (d *deployed) startEnvoy(ctx context.Context, dep target.Deployment) error 
 	return nil
 }
 
+// A step of several runs (a mixed shape, an attack share) runs on it.
+var _ target.MixRunner = (*deployed)(nil)
+
 // deployed is one running configuration.
 type deployed struct {
 	local   *Local

@@ -26,13 +26,23 @@ type Client struct {
 // spec.OnEdge is called here as each edge arrives. Cancelling ctx ends the
 // remote run too (the handler's request context).
 func (c Client) Run(ctx context.Context, spec loadgen.Spec) (loadgen.Result, error) {
+	all, _, err := c.RunAll(ctx, []loadgen.Spec{spec})
+	return all, err
+}
+
+// RunAll runs specs remotely and returns what loadgen.RunAll returned
+// there; the first spec's OnEdge is called here as each edge arrives.
+func (c Client) RunAll(ctx context.Context, specs []loadgen.Spec) (loadgen.Result, []loadgen.Result, error) {
+	if len(specs) == 0 {
+		return loadgen.Result{}, nil, errors.New("remote load: no run in the step")
+	}
 	var body bytes.Buffer
-	if err := gob.NewEncoder(&body).Encode(spec); err != nil {
-		return loadgen.Result{}, fmt.Errorf("remote load: encoding the step: %w", err)
+	if err := gob.NewEncoder(&body).Encode(specs); err != nil {
+		return loadgen.Result{}, nil, fmt.Errorf("remote load: encoding the step: %w", err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(c.BaseURL, "/")+RunPath, &body)
 	if err != nil {
-		return loadgen.Result{}, fmt.Errorf("remote load: %w", err)
+		return loadgen.Result{}, nil, fmt.Errorf("remote load: %w", err)
 	}
 	httpClient := c.HTTP
 	if httpClient == nil {
@@ -40,28 +50,28 @@ func (c Client) Run(ctx context.Context, spec loadgen.Spec) (loadgen.Result, err
 	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
-		return loadgen.Result{}, fmt.Errorf("remote load at %s: %w", c.BaseURL, err)
+		return loadgen.Result{}, nil, fmt.Errorf("remote load at %s: %w", c.BaseURL, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		text, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return loadgen.Result{}, fmt.Errorf("remote load at %s: %s: %s", c.BaseURL, resp.Status, strings.TrimSpace(string(text)))
+		return loadgen.Result{}, nil, fmt.Errorf("remote load at %s: %s: %s", c.BaseURL, resp.Status, strings.TrimSpace(string(text)))
 	}
-	return readStream(ctx, gob.NewDecoder(resp.Body), spec.OnEdge)
+	return readStream(ctx, gob.NewDecoder(resp.Body), specs[0].OnEdge)
 }
 
 // readStream reads the edges (passing each to onEdge) up to the outcome.
-func readStream(ctx context.Context, dec *gob.Decoder, onEdge func(loadgen.Edge)) (loadgen.Result, error) {
+func readStream(ctx context.Context, dec *gob.Decoder, onEdge func(loadgen.Edge)) (loadgen.Result, []loadgen.Result, error) {
 	for {
 		var m message
 		if err := dec.Decode(&m); err != nil {
 			if ctx.Err() != nil {
-				return loadgen.Result{}, fmt.Errorf("remote load: %w", ctx.Err())
+				return loadgen.Result{}, nil, fmt.Errorf("remote load: %w", ctx.Err())
 			}
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
-			return loadgen.Result{}, fmt.Errorf("remote load: the stream broke before the step's outcome: %w", err)
+			return loadgen.Result{}, nil, fmt.Errorf("remote load: the stream broke before the step's outcome: %w", err)
 		}
 		switch m.Kind {
 		case kindEdge:
@@ -70,13 +80,13 @@ func readStream(ctx context.Context, dec *gob.Decoder, onEdge func(loadgen.Edge)
 			}
 		case kindResult:
 			if m.Result != nil {
-				return *m.Result, nil
+				return *m.Result, m.Each, nil
 			}
-			return loadgen.Result{}, errors.New("remote load: a result message without its result")
+			return loadgen.Result{}, nil, errors.New("remote load: a result message without its result")
 		case kindError:
-			return loadgen.Result{}, fmt.Errorf("remote load: %s", m.Err)
+			return loadgen.Result{}, nil, fmt.Errorf("remote load: %s", m.Err)
 		default:
-			return loadgen.Result{}, fmt.Errorf("remote load: unknown message kind %d", m.Kind)
+			return loadgen.Result{}, nil, fmt.Errorf("remote load: unknown message kind %d", m.Kind)
 		}
 	}
 }

@@ -1,7 +1,7 @@
 // Package remoteload runs package loadgen's steps in another process: the
 // load generator pod of the Kubernetes targets. The pod serves Handler on
 // its loopback; the orchestrator reaches it through a port-forward with
-// Client. A step is the same loadgen.Run as on the local target, so it is
+// Client. A step is the same loadgen.RunAll as on the local target, so it is
 // measured the same way: counts inside the window call by call, latency
 // corrected for coordinated omission, the load generator's lateness and
 // run delay. The window's edges are streamed to the client as they happen,
@@ -18,20 +18,24 @@ import (
 	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
 )
 
-// RunPath is where Handler takes a step: POST, a gob-encoded loadgen.Spec
-// (its OnEdge is not sent).
+// RunPath is where Handler takes a step: POST, a gob-encoded
+// []loadgen.Spec, the runs sent together (loadgen.RunAll: a plain shape is
+// one, a mixed shape's members or attacks beside the load are more); their
+// OnEdge is not sent.
 const RunPath = "/run"
 
 // HealthPath answers 200 once the handler serves.
 const HealthPath = "/healthz"
 
 // message is one element of the response stream: an edge of the window,
-// then the result or the error that ended the step. Kind says which, since
+// then the result (the union, and each run's own) or the error that ended
+// the step. Kind says which, since
 // gob does not send zero values (WindowStart is 0).
 type message struct {
 	Kind   kind
 	Edge   loadgen.Edge
 	Result *loadgen.Result
+	Each   []loadgen.Result
 	Err    string
 }
 

@@ -73,6 +73,29 @@ func TestRemoteStepIsWindowExact(t *testing.T) {
 	}
 }
 
+// Runs sent together cross the wire as loadgen.RunAll returns them: each
+// run's own result, and their union without the runs sent Apart.
+func TestRemoteStepOfSeveralRuns(t *testing.T) {
+	be, _ := backend(t)
+	edges := 0
+	benign := loadgen.Spec{URL: be.URL + "/", QPS: 100, Connections: 2, Warmup: 300 * time.Millisecond, Duration: 2 * time.Second,
+		OnEdge: func(loadgen.Edge) { edges++ }}
+	attack := loadgen.Spec{URL: be.URL + "/admin", QPS: 5, Connections: 1, Warmup: benign.Warmup, Duration: benign.Duration, Apart: true}
+	all, each, err := pod(t).RunAll(context.Background(), []loadgen.Spec{benign, attack})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edges != 2 || len(each) != 2 || each[1].Window == nil || each[1].Window.Completed == 0 {
+		t.Fatalf("%d edges, %d results (%+v): want 2 and 2, the apart run measured", edges, len(each), each)
+	}
+	if all.Window == nil || all.TargetQPS != 100 || all.Window.Completed != each[0].Window.Completed {
+		t.Errorf("union: target %v, window %+v: want the benign run's alone (%+v)", all.TargetQPS, all.Window, each[0].Window)
+	}
+	if _, _, err := pod(t).RunAll(context.Background(), nil); err == nil {
+		t.Error("a step of no run was sent")
+	}
+}
+
 // Cancelling the client ends the remote run: the handler is free for the
 // next step soon after, and the load stops reaching the backend.
 func TestCancelEndsTheRemoteRun(t *testing.T) {

@@ -10,11 +10,12 @@ import (
 	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
 )
 
-// RunFunc runs one step; loadgen.Run is the one the pod serves.
-type RunFunc func(ctx context.Context, spec loadgen.Spec) (loadgen.Result, error)
+// RunFunc runs one step of one run or more sent together; loadgen.RunAll
+// is the one the pod serves.
+type RunFunc func(ctx context.Context, specs []loadgen.Spec) (loadgen.Result, []loadgen.Result, error)
 
-// Handler serves loadgen.Run: the load generator pod's API.
-func Handler() http.Handler { return Serve(loadgen.Run) }
+// Handler serves loadgen.RunAll: the load generator pod's API.
+func Handler() http.Handler { return Serve(loadgen.RunAll) }
 
 // Serve serves run on RunPath, and HealthPath. Steps run one at a time:
 // two would share the pod's CPUs and each would measure the other. Tests
@@ -26,9 +27,9 @@ func Serve(run RunFunc) http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("POST "+RunPath, func(w http.ResponseWriter, r *http.Request) {
-		var spec loadgen.Spec
-		if err := gob.NewDecoder(r.Body).Decode(&spec); err != nil {
-			http.Error(w, "reading the step: "+err.Error(), http.StatusBadRequest)
+		var specs []loadgen.Spec
+		if err := gob.NewDecoder(r.Body).Decode(&specs); err != nil || len(specs) == 0 {
+			http.Error(w, fmt.Sprintf("reading the step: %d runs, %v", len(specs), err), http.StatusBadRequest)
 			return
 		}
 		if !one.TryLock() {
@@ -36,14 +37,14 @@ func Serve(run RunFunc) http.Handler {
 			return
 		}
 		defer one.Unlock()
-		serveRun(w, r, run, spec)
+		serveRun(w, r, run, specs)
 	})
 	return mux
 }
 
 // serveRun runs the step, streaming its edges and then its outcome. The
 // request's context ends the run when the client goes away.
-func serveRun(w http.ResponseWriter, r *http.Request, run RunFunc, spec loadgen.Spec) {
+func serveRun(w http.ResponseWriter, r *http.Request, run RunFunc, specs []loadgen.Spec) {
 	flusher, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "application/x-gob")
 	w.WriteHeader(http.StatusOK)
@@ -58,11 +59,11 @@ func serveRun(w http.ResponseWriter, r *http.Request, run RunFunc, spec loadgen.
 			flusher.Flush()
 		}
 	}
-	spec.OnEdge = func(e loadgen.Edge) { send(message{Kind: kindEdge, Edge: e}) }
-	res, err := run(r.Context(), spec)
+	specs[0].OnEdge = func(e loadgen.Edge) { send(message{Kind: kindEdge, Edge: e}) }
+	res, each, err := run(r.Context(), specs)
 	if err != nil {
 		send(message{Kind: kindError, Err: err.Error()})
 		return
 	}
-	send(message{Kind: kindResult, Result: &res})
+	send(message{Kind: kindResult, Result: &res, Each: each})
 }

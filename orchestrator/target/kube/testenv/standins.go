@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/wafsweep/wafsweep/filter/waf"
+	"github.com/wafsweep/wafsweep/orchestrator/backend"
 	"github.com/wafsweep/wafsweep/orchestrator/envoyconfig"
 	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
 	"github.com/wafsweep/wafsweep/orchestrator/target/kube/cgroup"
@@ -47,8 +48,8 @@ func ServeLocal(h http.Handler) (net.Listener, error) {
 }
 
 // LoadgenStub is the load generator pod at its boundary: the real
-// protocol (remoteload.Serve) in front of a stand-in for loadgen.Run, which
-// records each step, reports the window's edges a quarter of the window
+// protocol (remoteload.Serve) in front of a stand-in for loadgen.RunAll,
+// which records each step's runs, reports the window's edges a quarter of the window
 // apart and answers that every scheduled call got a 200 in about 1 ms.
 type LoadgenStub struct {
 	mu        sync.Mutex
@@ -82,7 +83,7 @@ func (f *LoadgenStub) BusySeconds() float64 {
 	return total
 }
 
-// Specs are the steps received so far.
+// Specs are the runs received so far, step after step.
 func (f *LoadgenStub) Specs() []loadgen.Spec {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -92,9 +93,10 @@ func (f *LoadgenStub) Specs() []loadgen.Spec {
 // Handler serves the stub through the real protocol.
 func (f *LoadgenStub) Handler() http.Handler { return remoteload.Serve(f.run) }
 
-func (f *LoadgenStub) run(ctx context.Context, spec loadgen.Spec) (loadgen.Result, error) {
+func (f *LoadgenStub) run(ctx context.Context, specs []loadgen.Spec) (loadgen.Result, []loadgen.Result, error) {
+	spec := specs[0]
 	f.mu.Lock()
-	f.specs = append(f.specs, spec)
+	f.specs = append(f.specs, specs...)
 	span := len(f.spans)
 	f.spans = append(f.spans, [2]time.Time{time.Now()})
 	f.mu.Unlock()
@@ -112,7 +114,7 @@ func (f *LoadgenStub) run(ctx context.Context, spec loadgen.Spec) (loadgen.Resul
 		}
 	}
 	if err := wait(spec.Warmup / 4); err != nil {
-		return loadgen.Result{}, err
+		return loadgen.Result{}, nil, err
 	}
 	var w loadgen.Window
 	w.Start = time.Now()
@@ -120,25 +122,47 @@ func (f *LoadgenStub) run(ctx context.Context, spec loadgen.Spec) (loadgen.Resul
 		spec.OnEdge(loadgen.WindowStart)
 	}
 	if err := wait(spec.Duration / 4); err != nil {
-		return loadgen.Result{}, err
+		return loadgen.Result{}, nil, err
 	}
 	w.End = w.Start.Add(spec.Duration)
-	res := stubResult(spec, w)
+	res, each := stubResults(specs, w)
 	f.mu.Lock()
-	f.completed += res.Completed
+	for _, r := range each { // the proxy sees every run, attacks included
+		f.completed += r.Completed
+	}
 	f.mu.Unlock()
 	if spec.OnEdge != nil {
 		spec.OnEdge(loadgen.WindowEnd)
 	}
-	return res, nil
+	return res, each, nil
+}
+
+// stubResults are each run's stubResult, and their union: the runs not
+// sent Apart as one run at their summed rate over their connections.
+func stubResults(specs []loadgen.Spec, w loadgen.Window) (loadgen.Result, []loadgen.Result) {
+	each := make([]loadgen.Result, len(specs))
+	union := specs[0]
+	union.QPS, union.Connections = 0, 0
+	for i, s := range specs {
+		each[i] = stubResult(s, w)
+		if !s.Apart {
+			union.QPS, union.Connections = union.QPS+s.QPS, union.Connections+s.Connections
+		}
+	}
+	return stubResult(union, w), each
 }
 
 // stubResult is a window in which every scheduled call got a 200 in
-// about 1 ms, sent on time.
+// about 1 ms, sent on time; a 403, as from a WAF, for a run marked as
+// attacks (backend.HeaderAttack).
 func stubResult(spec loadgen.Spec, w loadgen.Window) loadgen.Result {
 	w.Scheduled = spec.QPS * spec.Duration.Seconds()
 	n := int64(w.Scheduled)
 	w.Completed, w.OK, w.Intended = n, n, n
+	status := http.StatusOK
+	if _, attack := spec.Headers[backend.HeaderAttack]; attack {
+		status, w.OK, w.Non2xx = http.StatusForbidden, 0, n
+	}
 	w.Raw = loadgen.Latency{Samples: n, P50Ms: 1, P90Ms: 1.05, P99Ms: 1.09, P999Ms: 1.09, MaxMs: 1.1}
 	w.Corrected = w.Raw
 	w.Lateness = loadgen.Latency{Samples: n, P50Ms: 0.01, P90Ms: 0.02, P99Ms: 0.05, P999Ms: 0.08, MaxMs: 0.1}
@@ -146,7 +170,7 @@ func stubResult(spec loadgen.Spec, w loadgen.Window) loadgen.Result {
 	return loadgen.Result{
 		TargetQPS: spec.QPS, ActualQPS: w.AchievedQPS(), Duration: w.End.Sub(w.Start),
 		Scheduled: n, Completed: n, RunCompleted: n + int64(spec.QPS*spec.Warmup.Seconds()),
-		SocketsOpened: int64(spec.Connections), Codes: map[int]int64{200: n},
+		SocketsOpened: int64(spec.Connections), Codes: map[int]int64{status: n}, Non2xx: w.Non2xx,
 		P50Ms: l.P50Ms, P90Ms: l.P90Ms, P99Ms: l.P99Ms, P999Ms: l.P999Ms, MaxMs: l.MaxMs,
 		LoadgenCPUSeconds: 0.01, RawJSON: []byte("{}"), Window: &w,
 	}
