@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
 	"github.com/wafsweep/wafsweep/orchestrator/precheck"
+	"github.com/wafsweep/wafsweep/orchestrator/target"
 )
 
 // scriptedMix answers every run of a step with a full window and the
@@ -141,5 +143,36 @@ func TestAttacksDecideTheStep(t *testing.T) {
 				t.Errorf("the journal refused the step's members: %v", err)
 			}
 		})
+	}
+}
+
+// idleProxy is a proxy whose CPU did not move over the window.
+type idleProxy struct{ scriptedDeployment }
+
+func (idleProxy) Usage() (target.Usage, error) {
+	return target.Usage{ProxyCPUSeconds: 3, ProxyPeakRSSBytes: 64 << 20, BackendCPUSeconds: -1, ProxyThrottledSeconds: -1,
+		StealSeconds: -1, ProxyWrittenBytes: -1, AuditLogBytes: -1}, nil
+}
+
+// Requests cost CPU: a window whose proxy CPU is within its idle estimate
+// has no cores per 1k (NaN), never zero or a negative figure.
+func TestCoresPer1kIsNeverBelowZero(t *testing.T) {
+	start := time.Now()
+	w := loadgen.Window{Start: start, End: start.Add(time.Second), Scheduled: 100, Completed: 100, OK: 100}
+	journal, err := dataset.OpenJournal(filepath.Join(t.TempDir(), StepsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer journal.Close()
+	for _, idle := range []float64{0, 0.01} {
+		c := &configRun{runner: &runner{opts: Options{Plan: tinyPlan(), SweepID: "test"}, journal: journal}, idleCPUPS: idle,
+			cfg: plan.Config{Flavor: plan.FlavorEnvoy, Tier: plan.TierNone, Shape: plan.ShapeGet}, deployed: idleProxy{scriptedDeployment{window: w}}}
+		row, _, err := c.step(t.Context(), 100, knee.KindLadder, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !math.IsNaN(row.CoresPer1k) || row.ProxyCPUS != 0 {
+			t.Errorf("idle %v: cores per 1k %v over %v s of proxy CPU, want NaN", idle, row.CoresPer1k, row.ProxyCPUS)
+		}
 	}
 }

@@ -191,6 +191,11 @@ func (c *configRun) fill(row *dataset.StepRow, res loadgen.Result, edges [2]edge
 		row.CoresPer1k = 1000 * row.BackendCPUS / float64(ok)
 	case after.ProxyPeakRSSBytes > 0:
 		row.CoresPer1k = 1000 * (row.ProxyCPUS - c.idleCPUPS*window) / float64(ok)
+		if !(row.CoresPer1k > 0) {
+			// Requests cost something: a few at a low rate can cost less
+			// than the error of the idle estimate, which is no figure.
+			row.CoresPer1k = math.NaN()
+		}
 	}
 	if after.ProxyPeakRSSBytes > 0 {
 		row.ProxyRSSPeakMB = mb(stepPeakRSS)

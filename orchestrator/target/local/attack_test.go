@@ -28,12 +28,12 @@ func TestAttackShareUnderLoad(t *testing.T) {
 		{plan.FlavorEnvoy, plan.TierNone, 200},
 	} {
 		t.Run(tc.flavor, func(t *testing.T) {
-			// A quarter of 10-20 RPS over 4 s windows: every attack has a
-			// call in each window (at most 2.4 s apart), and vanilla Envoy
-			// enough benign calls that its CPU per request stands out of
-			// its idle CPU.
+			// A quarter of 40-80 RPS over 4 s windows: every attack has
+			// calls in each window, and vanilla Envoy enough benign calls
+			// that its CPU per request stands out of its idle CPU (at 10
+			// RPS it did not, once in a loaded make test).
 			out := sweepAtLowRate(t, tc.flavor, func(p *plan.Plan) {
-				p.AttackSharePct, p.Measure = 25, 4*time.Second
+				p.AttackSharePct, p.Measure, p.Ladder = 25, 4*time.Second, []int{40, 80}
 			})
 			sw, err := dataset.ReadSweep(out)
 			if err != nil {
