@@ -27,6 +27,10 @@ type Check struct {
 	WantStatus  int
 }
 
+// BlockStatus is what a WAF answers a request it blocks: every attack of a
+// tier that inspects must get it, and no benign request may.
+const BlockStatus = 403
+
 // attack is a request a tier family must block.
 type attack struct {
 	check    Check
@@ -100,7 +104,7 @@ func Attacks(cfg plan.Config) []Check {
 		case !inspects(cfg):
 			c.WantStatus = 200
 		case slices.Contains(a.families, family):
-			c.WantStatus = 403
+			c.WantStatus = BlockStatus
 		default:
 			continue
 		}

@@ -32,9 +32,9 @@ func (d deadTarget) Deploy(context.Context, target.Deployment) (target.Deployed,
 type deadDeployment deadTarget
 
 func (d deadDeployment) URL() string { return "http://127.0.0.1:" + strconv.Itoa(d.port) }
-func (d deadDeployment) RunLoad(ctx context.Context, s loadgen.Spec) (loadgen.Result, error) {
+func (d deadDeployment) RunLoad(ctx context.Context, specs []loadgen.Spec) (loadgen.Result, []loadgen.Result, error) {
 	d.loads.Add(1)
-	return loadgen.Run(ctx, s)
+	return loadgen.RunAll(ctx, specs)
 }
 func (d deadDeployment) Usage() (target.Usage, error) {
 	return target.Usage{BackendCPUSeconds: -1, ProxyWrittenBytes: -1, AuditLogBytes: -1}, nil

@@ -1,8 +1,6 @@
 package sweep
 
 import (
-	"context"
-	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -12,12 +10,7 @@ import (
 	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
 	"github.com/wafsweep/wafsweep/orchestrator/precheck"
-	"github.com/wafsweep/wafsweep/orchestrator/target"
 )
-
-// blockStatus is what a WAF answers an attack it blocks with, and what no
-// benign request may get.
-const blockStatus = 403
 
 // stepRun is one Fortio run of a step: the shape, a member of a mixed
 // shape, or one of the attacks sent beside them.
@@ -120,20 +113,6 @@ func benignConnections(runs []stepRun) int {
 	return n
 }
 
-// runLoad sends the step's load: one run, or several together through a
-// target that can (target.MixRunner).
-func (c *configRun) runLoad(ctx context.Context, specs []loadgen.Spec) (loadgen.Result, []loadgen.Result, error) {
-	if len(specs) == 1 {
-		res, err := c.deployed.RunLoad(ctx, specs[0])
-		return res, nil, err
-	}
-	m, ok := c.deployed.(target.MixRunner)
-	if !ok {
-		return loadgen.Result{}, nil, fmt.Errorf("the %s target cannot send several runs at once (a mixed shape, an attack share)", c.opts.Target.Name())
-	}
-	return m.RunLoads(ctx, specs)
-}
-
 // memberRows are a step's runs as members.csv records them; none for a
 // step of one run.
 func memberRows(row dataset.StepRow, runs []stepRun, each []loadgen.Result) []dataset.MemberRow {
@@ -164,7 +143,7 @@ func memberRows(row dataset.StepRow, runs []stepRun, each []loadgen.Result) []da
 // is unknown); a benign run's calls that were blocked.
 func misses(run stepRun, codes map[int]int64) int64 {
 	if !run.attack() {
-		return codes[blockStatus]
+		return codes[precheck.BlockStatus]
 	}
 	var n int64
 	for code, calls := range codes {

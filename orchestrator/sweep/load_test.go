@@ -24,7 +24,7 @@ type scriptedMix struct {
 	codesOf func(loadgen.Spec) map[int]int64
 }
 
-func (d scriptedMix) RunLoads(_ context.Context, specs []loadgen.Spec) (loadgen.Result, []loadgen.Result, error) {
+func (d scriptedMix) RunLoad(_ context.Context, specs []loadgen.Spec) (loadgen.Result, []loadgen.Result, error) {
 	specs[0].OnEdge(loadgen.WindowStart)
 	specs[0].OnEdge(loadgen.WindowEnd)
 	each := make([]loadgen.Result, len(specs))

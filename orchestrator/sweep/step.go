@@ -49,7 +49,7 @@ func (c *configRun) step(ctx context.Context, rate int, kind knee.Kind, sloMs fl
 	row.Connections = benignConnections(runs)
 	row.StartedAt = time.Now().UTC()
 	peak := startRSSSampler(c.deployed)
-	res, each, err := c.runLoad(ctx, specs)
+	res, each, err := c.deployed.RunLoad(ctx, specs)
 	stepPeak := peak()
 	if ctx.Err() != nil {
 		return row, nil, ctx.Err()

@@ -162,11 +162,13 @@ type scriptedDeployment struct {
 	window loadgen.Window
 }
 
-func (d scriptedDeployment) RunLoad(_ context.Context, s loadgen.Spec) (loadgen.Result, error) {
-	s.OnEdge(loadgen.WindowStart)
-	s.OnEdge(loadgen.WindowEnd)
+// RunLoad answers a step of one run with the scripted window.
+func (d scriptedDeployment) RunLoad(_ context.Context, specs []loadgen.Spec) (loadgen.Result, []loadgen.Result, error) {
+	specs[0].OnEdge(loadgen.WindowStart)
+	specs[0].OnEdge(loadgen.WindowEnd)
 	w := d.window
-	return loadgen.Result{Completed: w.Completed, Window: &w, Duration: 2 * time.Second}, nil
+	res := loadgen.Result{Completed: w.Completed, Window: &w, Duration: 2 * time.Second}
+	return res, []loadgen.Result{res}, nil
 }
 
 func (d scriptedDeployment) Usage() (target.Usage, error) {

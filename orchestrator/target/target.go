@@ -63,8 +63,11 @@ type Deployed interface {
 	// URL is the base URL the load generator targets (http://127.0.0.1:port,
 	// https:// over TLS).
 	URL() string
-	// RunLoad runs one constant-throughput step against URL.
-	RunLoad(ctx context.Context, spec loadgen.Spec) (loadgen.Result, error)
+	// RunLoad runs one constant-throughput step against URL: the runs of
+	// specs sent together over one window, as loadgen.RunAll runs them
+	// (one for a plain shape; a mixed shape's members, attacks beside the
+	// load). It returns their union and each run's own result.
+	RunLoad(ctx context.Context, specs []loadgen.Spec) (all loadgen.Result, each []loadgen.Result, err error)
 	// Usage samples the proxy's resources now.
 	Usage() (Usage, error)
 	// Restarted reports whether the proxy exited or restarted since Deploy.
@@ -78,12 +81,6 @@ type Deployed interface {
 	ProxyCores() float64
 	// Teardown stops everything Deploy started.
 	Teardown() error
-}
-
-// MixRunner is implemented by deployments that can send several runs at
-// once over one window (loadgen.RunAll): a mixed shape's members.
-type MixRunner interface {
-	RunLoads(ctx context.Context, specs []loadgen.Spec) (all loadgen.Result, each []loadgen.Result, err error)
 }
 
 // ProxyCounter is implemented by deployments whose proxy counts the

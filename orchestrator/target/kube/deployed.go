@@ -176,9 +176,6 @@ func restartCount(pod *corev1.Pod, container string) int32 {
 	return 0
 }
 
-// A step of several runs (a mixed shape, an attack share) runs on it.
-var _ target.MixRunner = (*deployed)(nil)
-
 // deployed is one running configuration on the cluster.
 type deployed struct {
 	kube      *Kube
@@ -240,21 +237,14 @@ func (d *deployed) waitReady(ctx context.Context, timeout time.Duration) error {
 	return nil
 }
 
-// RunLoad runs the step on the in-cluster load generator against the
-// data-plane address, as package loadgen runs it on the local target:
-// warm-up, window and tail in one run, counted call by call inside the
-// window. spec.OnEdge runs here as each edge arrives from the pod, so the
-// proxy is sampled at the window's edges (late by the port-forward's
-// latency). The step is charged the load generator container's CPU.
-func (d *deployed) RunLoad(ctx context.Context, spec loadgen.Spec) (loadgen.Result, error) {
-	all, _, err := d.RunLoads(ctx, []loadgen.Spec{spec})
-	return all, err
-}
-
-// RunLoads implements target.MixRunner: RunLoad for runs sent together
-// (loadgen.RunAll in the pod), a mixed shape's members or attacks beside
-// the load.
-func (d *deployed) RunLoads(ctx context.Context, specs []loadgen.Spec) (loadgen.Result, []loadgen.Result, error) {
+// RunLoad runs the step on the in-cluster load generator (loadgen.RunAll
+// in the pod) against the data-plane address, as package loadgen runs it
+// on the local target: warm-up, window and tail in one run, counted call
+// by call inside the window. The first spec's OnEdge runs here as each
+// edge arrives from the pod, so the proxy is sampled at the window's edges
+// (late by the port-forward's latency). The step is charged the load
+// generator container's CPU.
+func (d *deployed) RunLoad(ctx context.Context, specs []loadgen.Spec) (loadgen.Result, []loadgen.Result, error) {
 	specs = slices.Clone(specs)
 	for i, spec := range specs {
 		rest, ok := strings.CutPrefix(spec.URL, d.url)

@@ -294,9 +294,6 @@ func (d *deployed) startEnvoy(ctx context.Context, dep target.Deployment) error 
 	return nil
 }
 
-// A step of several runs (a mixed shape, an attack share) runs on it.
-var _ target.MixRunner = (*deployed)(nil)
-
 // deployed is one running configuration.
 type deployed struct {
 	local   *Local
@@ -330,12 +327,7 @@ func (d *deployed) ProxyCompleted() (int64, error) {
 	return d.envoy.DownstreamCompleted(envoyconfig.HTTPStatPrefix)
 }
 
-func (d *deployed) RunLoad(ctx context.Context, spec loadgen.Spec) (loadgen.Result, error) {
-	return loadgen.Run(ctx, spec)
-}
-
-// RunLoads implements target.MixRunner.
-func (d *deployed) RunLoads(ctx context.Context, specs []loadgen.Spec) (loadgen.Result, []loadgen.Result, error) {
+func (d *deployed) RunLoad(ctx context.Context, specs []loadgen.Spec) (loadgen.Result, []loadgen.Result, error) {
 	return loadgen.RunAll(ctx, specs)
 }
 

@@ -161,10 +161,10 @@ func TestNginxModSecurityFullCRSInFrontOfTheBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := d.RunLoad(context.Background(), loadgen.Spec{
+	res, _, err := d.RunLoad(context.Background(), []loadgen.Spec{{
 		URL: d.URL() + "/api/orders", Method: json1k.Method, ContentType: json1k.ContentType, Body: json1k.Body,
 		QPS: 20, Connections: 4, Duration: 3 * time.Second,
-	})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
