@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -9,21 +10,6 @@ import (
 	"os/signal"
 	"syscall"
 )
-
-// Serve runs a backend on addr until ctx ends. started, if not nil, is
-// called once the listener is bound, e.g. to learn the port of
-// "127.0.0.1:0".
-func Serve(ctx context.Context, addr string, o Options, started func(*Server)) error {
-	s, err := StartWith(addr, o)
-	if err != nil {
-		return err
-	}
-	if started != nil {
-		started(s)
-	}
-	<-ctx.Done()
-	return s.Close()
-}
 
 // Main is the `wafsweep backend` subcommand: it serves until SIGINT or
 // SIGTERM and prints "listening on HOST:PORT" once bound, so a parent that
@@ -38,6 +24,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	flags := flag.NewFlagSet("backend", flag.ContinueOnError)
 	flags.SetOutput(stderr)
 	listen := flags.String("listen", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks a free one)")
+	tlsListen := flags.String("tls-listen", "", "also serve TLS here with --tls-cert, --listen staying in clear (a Kubernetes backend: the proxies' origin and the direct flavor's edge at once)")
 	var o Options
 	flags.DurationVar(&o.Cost.CPU, "cpu-per-request", 0, "CPU time to spend on every request (a calibration backend of known capacity)")
 	flags.DurationVar(&o.Cost.Sleep, "sleep-per-request", 0, "time to sleep on every request (a calibration backend of known latency)")
@@ -51,17 +38,55 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "backend: unexpected arguments %q\n", flags.Args())
 		return 2
 	}
-	var served *Server
-	err := Serve(ctx, *listen, o, func(s *Server) {
-		served = s
-		fmt.Fprintf(stdout, "listening on %s\n", s.Addr())
-	})
-	if served != nil {
-		fmt.Fprint(stderr, served.Stats().Summary())
+	listeners := []listener{{*listen, o, "listening on %s\n"}}
+	if *tlsListen != "" {
+		if o.CertFile == "" {
+			fmt.Fprintln(stderr, "backend: --tls-listen needs --tls-cert and --tls-key")
+			return 2
+		}
+		clear := o
+		clear.CertFile, clear.KeyFile = "", ""
+		listeners = []listener{{*listen, clear, "listening on %s\n"}, {*tlsListen, o, "listening for TLS on %s\n"}}
 	}
+	stats, err := serveAll(ctx, listeners, stdout)
+	fmt.Fprint(stderr, stats.Summary())
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
 	return 0
+}
+
+// listener is one address the subcommand serves, with what it prints once
+// bound.
+type listener struct {
+	addr    string
+	opts    Options
+	started string
+}
+
+// serveAll serves every listener until ctx ends and returns what they
+// served together.
+func serveAll(ctx context.Context, listeners []listener, stdout io.Writer) (Stats, error) {
+	var servers []*Server
+	var err error
+	for _, l := range listeners {
+		var s *Server
+		if s, err = StartWith(l.addr, l.opts); err != nil {
+			break
+		}
+		servers = append(servers, s)
+		fmt.Fprintf(stdout, l.started, s.Addr())
+	}
+	if err == nil {
+		<-ctx.Done()
+	}
+	var total Stats
+	errs := []error{err}
+	for _, s := range servers {
+		errs = append(errs, s.Close())
+		st := s.Stats()
+		total.Requests, total.BodyBytes, total.Attacks = total.Requests+st.Requests, total.BodyBytes+st.BodyBytes, total.Attacks+st.Attacks
+	}
+	return total, errors.Join(errs...)
 }

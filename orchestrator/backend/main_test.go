@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/wafsweep/wafsweep/orchestrator/tlscert"
 )
@@ -38,5 +40,61 @@ func TestMainServesHTTP2OverTLS(t *testing.T) {
 	stop()
 	if code := run(context.Background(), []string{"--tls-cert", certs.Cert}, io.Discard, io.Discard); code != 1 {
 		t.Errorf("a certificate without its key: exit code %d, want 1", code)
+	}
+	if code := run(context.Background(), []string{"--tls-listen", "127.0.0.1:0"}, io.Discard, io.Discard); code != 2 {
+		t.Errorf("--tls-listen without a certificate: exit code %d, want 2", code)
+	}
+}
+
+// With --tls-listen one process serves in clear on --listen (a proxy's
+// origin) and TLS on the other address (the direct flavor's edge), and its
+// summary counts both.
+func TestMainServesClearAndTLSTogether(t *testing.T) {
+	certs, err := tlscert.Generate(t.TempDir(), tlscert.Loopback("wafsweep.test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	exit := make(chan int, 1)
+	go func() {
+		exit <- run(ctx, []string{"--listen", "127.0.0.1:0", "--tls-listen", "127.0.0.1:0", "--http2", "--tls-cert", certs.Cert, "--tls-key", certs.Key}, &stdout, &stderr)
+	}()
+	var clearAddr, tlsAddr string
+	for deadline := time.Now().Add(5 * time.Second); tlsAddr == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		fmt.Sscanf(stdout.String(), "listening on %s\nlistening for TLS on %s\n", &clearAddr, &tlsAddr)
+	}
+	if tlsAddr == "" {
+		cancel()
+		t.Fatalf("stdout %q, stderr %q: want both addresses", stdout.String(), stderr.String())
+	}
+	caPEM, err := os.ReadFile(certs.CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	tlsClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	for _, get := range []struct {
+		client *http.Client
+		url    string
+	}{{http.DefaultClient, "http://" + clearAddr + "/"}, {tlsClient, "https://" + tlsAddr + "/"}, {tlsClient, "https://" + tlsAddr + "/"}} {
+		resp, err := get.client.Get(get.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	// Clear HTTP to the TLS address is refused by the TLS stack: the
+	// summary below does not count it.
+	if resp, err := http.Get("http://" + tlsAddr + "/"); err == nil {
+		resp.Body.Close()
+	}
+	cancel()
+	if code := <-exit; code != 0 {
+		t.Fatalf("exit code %d, stderr %q", code, stderr.String())
+	}
+	if want := "backend: served 3 requests, 0 of them marked " + HeaderAttack + "\n"; stderr.String() != want {
+		t.Errorf("summary %q, want %q", stderr.String(), want)
 	}
 }

@@ -83,6 +83,12 @@ func probeTransport(spec Spec) (*http.Transport, error) {
 		}
 		t.TLSClientConfig = cfg
 	}
+	if spec.Resolve != "" {
+		dialer := &net.Dialer{Timeout: spec.RequestTimeout}
+		t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return dialer.DialContext(ctx, network, connectAddress(&url.URL{Host: addr}, spec.Resolve))
+		}
+	}
 	return t, nil
 }
 
@@ -117,23 +123,36 @@ func newRequest(ctx context.Context, spec Spec) (*http.Request, error) {
 // dialTimeout bounds the reachability check before a run.
 const dialTimeout = 2 * time.Second
 
-// checkReachable makes sure something accepts TCP connections at the URL,
-// so a run aimed at a dead port fails at once instead of spending its whole
-// duration on socket errors. A dial, not a request, so the target's request
+// checkReachable makes sure something accepts TCP connections where the
+// spec connects, so a run aimed at a dead port fails at once instead of
+// spending its whole duration on socket errors. A dial, not a request, so the target's request
 // counters only see the run.
-func checkReachable(ctx context.Context, rawURL string) error {
-	u, err := url.Parse(rawURL)
+func checkReachable(ctx context.Context, spec Spec) error {
+	u, err := url.Parse(spec.URL)
 	if err != nil {
-		return fmt.Errorf("loadgen: URL %q: %w", rawURL, err)
+		return fmt.Errorf("loadgen: URL %q: %w", spec.URL, err)
 	}
-	addr := u.Host
-	if u.Port() == "" {
-		addr = net.JoinHostPort(u.Hostname(), "80")
-	}
+	addr := connectAddress(u, spec.Resolve)
 	dialer := net.Dialer{Timeout: dialTimeout}
 	conn, err := dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return fmt.Errorf("loadgen: target %s unreachable, not starting the load: %w", addr, err)
 	}
 	return conn.Close()
+}
+
+// connectAddress is where a connection to u goes: its host and port, or
+// resolve in place of the host.
+func connectAddress(u *url.URL, resolve string) string {
+	host, port := u.Hostname(), u.Port()
+	if resolve != "" {
+		host = resolve
+	}
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	return net.JoinHostPort(host, port)
 }

@@ -103,7 +103,7 @@ func RunAll(ctx context.Context, specs []Spec) (all Result, each []Result, err e
 		return Result{}, nil, fmt.Errorf("loadgen: invalid spec: %w", err)
 	}
 	for _, s := range specs {
-		if err := checkReachable(ctx, s.URL); err != nil {
+		if err := checkReachable(ctx, s); err != nil {
 			return Result{}, nil, err
 		}
 	}
@@ -367,6 +367,7 @@ func fortioOptions(spec Spec) (*fhttp.HTTPRunnerOptions, error) {
 			H2:                spec.HTTP2,
 			DisableFastClient: spec.HTTP2,
 			TLSOptions:        fhttp.TLSOptions{CACert: spec.CAFile},
+			Resolve:           spec.Resolve,
 		},
 		// The target was checked with a dial; a WAF answering 403 to the
 		// warm-up is a result to record, not a reason to abort.

@@ -62,6 +62,12 @@ type Spec struct {
 	// CAFile is the PEM CA an https:// URL's certificate must chain to:
 	// the load generator always verifies the proxy it measures.
 	CAFile string
+	// Resolve, an IP address, is where connections go in place of the
+	// address the URL's host names, as a client that looked the name up
+	// would connect (Fortio's -resolve). The URL's host stays the TLS
+	// server name the certificate is verified for: a proxy reached by pod
+	// IP is verified for the name it serves, not for an address.
+	Resolve string
 	// Apart keeps a run of RunAll out of the union it returns: measured on
 	// its own over the shared window, as attacks sent beside benign load
 	// are, so that its calls count neither in the union's rates nor in its
@@ -112,7 +118,7 @@ func (s Spec) normalized() (Spec, error) {
 }
 
 func (s Spec) validate() error {
-	errs := []error{validateURL(s.URL, s.CAFile), validateHost(s.Host), validateHeaders(s.Headers)}
+	errs := []error{validateURL(s.URL, s.CAFile), validateHost(s.Host), validateHeaders(s.Headers), validateResolve(s.Resolve)}
 	if s.QPS <= 0 || math.IsInf(s.QPS, 0) || math.IsNaN(s.QPS) {
 		errs = append(errs, fmt.Errorf("QPS %v must be a positive number", s.QPS))
 	}
@@ -152,6 +158,13 @@ func validateURL(raw, caFile string) error {
 		return fmt.Errorf("URL %q is https: name the CA its certificate chains to (CAFile); the load generator does not skip verification", raw)
 	case u.Scheme == "http" && caFile != "":
 		return fmt.Errorf("URL %q is http but a CA file is set: use https:// to measure TLS", raw)
+	}
+	return nil
+}
+
+func validateResolve(addr string) error {
+	if addr != "" && net.ParseIP(addr) == nil {
+		return fmt.Errorf("Resolve %q is not an IP address", addr)
 	}
 	return nil
 }

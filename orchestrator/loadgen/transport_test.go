@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -123,4 +124,36 @@ func startBackendOver(t *testing.T, o backend.Options, certs tlscert.Files, tls 
 	}
 	t.Cleanup(func() { _ = be.Close() })
 	return be
+}
+
+// A proxy reached by an address its certificate does not name (a pod IP)
+// is verified for the name it serves: Resolve sends the connections to the
+// address and keeps the URL's name as the TLS server name, for the probe
+// and the load, over both protocols. Without it, the address fails
+// verification.
+func TestResolveVerifiesTheNameNotTheAddress(t *testing.T) {
+	nameOnly, err := tlscert.Generate(t.TempDir(), tlscert.Spec{DNSNames: []string{DefaultHost}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, http2 := range []bool{false, true} {
+		be := startBackendOver(t, backend.Options{HTTP2: true}, nameOnly, true)
+		byName := fmt.Sprintf("https://%s:%d/t", DefaultHost, be.Port())
+		spec := Spec{URL: byName, Resolve: "127.0.0.1", CAFile: nameOnly.CA, HTTP2: http2, QPS: 50, Connections: 1, Duration: time.Second}
+		if status, _, _, err := Probe(context.Background(), spec); err != nil || status != 200 {
+			t.Fatalf("h2=%v: probe by name: %d %v", http2, status, err)
+		}
+		res, err := Run(context.Background(), spec)
+		if err != nil || res.CompletionRatio() < 0.99 || res.SocketErrors != 0 {
+			t.Fatalf("h2=%v: load by name: %v, completed %d of %d, socket errors %d", http2, err, res.Completed, res.Scheduled, res.SocketErrors)
+		}
+		byAddress := spec
+		byAddress.URL, byAddress.Resolve = be.URL()+"/t", ""
+		if status, _, _, err := Probe(context.Background(), byAddress); err == nil {
+			t.Errorf("h2=%v: a certificate for %s alone verified for %s (%d)", http2, DefaultHost, be.Addr(), status)
+		}
+	}
+	if _, err := Run(context.Background(), Spec{URL: "http://127.0.0.1:1/", Resolve: DefaultHost, QPS: 10, Connections: 1, Duration: time.Second}); err == nil || !strings.Contains(err.Error(), "Resolve") {
+		t.Errorf("a name as Resolve: %v, want a refusal naming Resolve", err)
+	}
 }

@@ -79,7 +79,6 @@ func TestBadFlagsFailBeforeAnythingStarts(t *testing.T) {
 		{[]string{"--audit-log", "--flavors", "direct,envoy"}, "audit_log: no flavor has a WAF to write it"},
 		{[]string{"--audit-log", "--flavors", "waf", "--tiers", "module-off,headers-only"}, "audit_log: tier module-off inspects nothing"},
 		{[]string{"--protocol", "h3"}, `protocol "h3": use h1, h2`},
-		{[]string{"--target", "kind", "--protocol", "h2", "--tls"}, "transport h2+tls is not available on the Kubernetes targets"},
 		{[]string{"--attack-share", "a lot"}, `--attack-share: "a lot" is not a percentage`},
 		{[]string{"--attack-share", "60%"}, "attack share 60% is out of range"},
 		{[]string{"--attack-share", "-1%"}, "attack share -1% is out of range"},

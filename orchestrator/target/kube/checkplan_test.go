@@ -17,12 +17,12 @@ func TestCheckPlan(t *testing.T) {
 	}{
 		{"the default plan", func(*plan.Plan) {}, nil},
 		{"nginx", func(p *plan.Plan) { p.Flavors = append(p.Flavors, plan.FlavorNginxModSecurity) }, []string{"flavors nginx-modsecurity"}},
-		{"h2", func(p *plan.Plan) { p.Protocol = plan.ProtocolH2 }, []string{"transport h2 "}},
+		{"h2 over TLS", func(p *plan.Plan) { p.Protocol, p.TLS = plan.ProtocolH2, true }, nil},
 		{"a mix and attacks", func(p *plan.Plan) { p.Shapes, p.AttackSharePct = []string{"get", "mix:get=1,json_1k=1"}, 1 }, nil},
 		{"TLS and nginx", func(p *plan.Plan) {
 			p.TLS = true
 			p.Flavors = append(p.Flavors, plan.FlavorNginxModSecurity)
-		}, []string{"transport h1+tls ", "flavors nginx-modsecurity"}},
+		}, []string{"flavors nginx-modsecurity"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := plan.Default()

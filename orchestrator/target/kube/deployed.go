@@ -43,7 +43,7 @@ func (k *Kube) Deploy(ctx context.Context, d target.Deployment) (target.Deployed
 	}
 	switch d.Config.Flavor {
 	case plan.FlavorDirect:
-		return k.deployDirect(d)
+		return k.deployDirect(ctx, d)
 	case plan.FlavorEnvoy, plan.FlavorWAF, plan.FlavorWAFAccelerated:
 		dep, err := k.deployEnvoy(ctx, d)
 		if err != nil {
@@ -64,16 +64,29 @@ func (k *Kube) dataHost(pod *corev1.Pod) string {
 	return pod.Status.PodIP
 }
 
-func (k *Kube) deployDirect(d target.Deployment) (*deployed, error) {
+// deployDirect loads the backend itself: on its clear port, or on its TLS
+// port (rolled to serve it first) in a TLS sweep.
+func (k *Kube) deployDirect(ctx context.Context, d target.Deployment) (*deployed, error) {
 	o := k.opts.Spec
-	t, err := portforward.Open(k.opts.Config, k.client, o.Namespace, k.backendPod.Name, o.Ports.Backend)
+	port := o.Ports.Backend
+	if d.TLS != nil {
+		fingerprint, err := k.ensureTLS(ctx, d.TLS)
+		if err != nil {
+			return nil, err
+		}
+		if err := k.ensureBackendTLS(ctx, fingerprint); err != nil {
+			return nil, err
+		}
+		port = o.Ports.BackendTLS
+	}
+	t, err := portforward.Open(k.opts.Config, k.client, o.Namespace, k.backendPod.Name, port)
 	if err != nil {
 		return nil, err
 	}
 	return &deployed{
 		kube: k, control: t,
-		url:     t.URL(o.Ports.Backend),
-		dataURL: fmt.Sprintf("http://%s:%d", k.dataHost(k.backendPod), o.Ports.Backend),
+		url:     overTLS(t.URL(port), d.TLS != nil),
+		dataURL: fmt.Sprintf("%s://%s:%d", scheme(d.TLS != nil), k.dataHost(k.backendPod), port),
 	}, nil
 }
 
@@ -89,11 +102,19 @@ func (k *Kube) deployEnvoy(ctx context.Context, d target.Deployment) (*deployed,
 			return nil, fmt.Errorf("flavor %s without a WAF configuration", d.Config.Flavor)
 		}
 	}
-	built, err := bootstrap.Build(bootstrap.Options{
+	fingerprint, err := k.ensureTLS(ctx, d.TLS)
+	if err != nil {
+		return nil, err
+	}
+	bo := bootstrap.Options{
 		ListenHost: bindHost(o), ListenPort: int(o.Ports.EnvoyListen), AdminPort: int(o.Ports.EnvoyAdmin),
 		BackendHost: k.dataHost(k.backendPod), BackendPort: int(o.Ports.Backend),
 		WAFConfigJSON: wafJSON, ModulePath: modulePath(d.Config.Flavor), AuditLogDir: spec.WAFLogDir,
-	})
+	}
+	if fingerprint != "" {
+		bo.TLS = &envoyconfig.TLSFiles{CertChain: spec.TLSCertFile, PrivateKey: spec.TLSKeyFile}
+	}
+	built, err := bootstrap.Build(bo)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +127,7 @@ func (k *Kube) deployEnvoy(ctx context.Context, d target.Deployment) (*deployed,
 	if err := k.applier.ConfigMap(ctx, spec.BootstrapConfigMap(o, built.Hash, built.JSON)); err != nil {
 		return nil, err
 	}
-	if _, err := k.applier.Deployment(ctx, spec.EnvoyDeployment(o, built.Hash, 1)); err != nil {
+	if _, err := k.applier.Deployment(ctx, spec.EnvoyDeployment(o, built.Hash, 1, fingerprint)); err != nil {
 		return nil, err
 	}
 	if _, err := rollout.Deployment(ctx, k.client, o.Namespace, spec.Envoy, k.opts.RolloutTimeout); err != nil {
@@ -116,7 +137,7 @@ func (k *Kube) deployEnvoy(ctx context.Context, d target.Deployment) (*deployed,
 	if err != nil {
 		return nil, err
 	}
-	dep := &deployed{kube: k, pod: pod, restarts: restartCount(pod, spec.Envoy), runDir: d.RunDir}
+	dep := &deployed{kube: k, pod: pod, restarts: restartCount(pod, spec.Envoy), runDir: d.RunDir, tlsFingerprint: fingerprint}
 	// From here on a failure must stop Envoy again.
 	fail := func(err error) (*deployed, error) {
 		return nil, errors.Join(err, dep.Teardown())
@@ -146,9 +167,9 @@ func (k *Kube) deployEnvoy(ctx context.Context, d target.Deployment) (*deployed,
 	if err := dep.waitReady(ctx, k.opts.ReadyTimeout); err != nil {
 		return fail(err)
 	}
-	dep.url = dep.control.URL(o.Ports.EnvoyListen)
+	dep.url = overTLS(dep.control.URL(o.Ports.EnvoyListen), d.TLS != nil)
 	dep.admin = envoyproc.NewAdmin(dep.control.URL(o.Ports.EnvoyAdmin))
-	dep.dataURL = fmt.Sprintf("http://%s:%d", k.dataHost(pod), o.Ports.EnvoyListen)
+	dep.dataURL = fmt.Sprintf("%s://%s:%d", scheme(d.TLS != nil), k.dataHost(pod), o.Ports.EnvoyListen)
 	return dep, nil
 }
 
@@ -187,6 +208,8 @@ type deployed struct {
 	url       string           // control: the pre-check's base URL, through the port-forward
 	dataURL   string           // data plane: what the load generator loads, pod to pod
 	runDir    string           // where Envoy's log is kept at teardown ("" for none)
+	// tlsFingerprint is the certificate Envoy's pod mounts ("" in clear).
+	tlsFingerprint string
 
 	mu       sync.Mutex
 	peakSeen uint64
@@ -247,11 +270,10 @@ func (d *deployed) waitReady(ctx context.Context, timeout time.Duration) error {
 func (d *deployed) RunLoad(ctx context.Context, specs []loadgen.Spec) (loadgen.Result, []loadgen.Result, error) {
 	specs = slices.Clone(specs)
 	for i, spec := range specs {
-		rest, ok := strings.CutPrefix(spec.URL, d.url)
-		if !ok {
-			return loadgen.Result{}, nil, fmt.Errorf("load URL %s is not under the deployment's URL %s", spec.URL, d.url)
+		var err error
+		if specs[i], err = dataPlaneSpec(spec, d.url, d.dataURL); err != nil {
+			return loadgen.Result{}, nil, err
 		}
-		specs[i].URL = d.dataURL + rest
 	}
 	k := d.kube
 	fortioPod, client, err := k.loadgenClient()
@@ -348,7 +370,7 @@ func (d *deployed) Teardown() error {
 	defer cancel()
 	d.keepLog(ctx)
 	hash := d.pod.Annotations[spec.AnnotationBootstrapHash]
-	if _, err := k.applier.Deployment(ctx, spec.EnvoyDeployment(k.opts.Spec, hash, 0)); err != nil {
+	if _, err := k.applier.Deployment(ctx, spec.EnvoyDeployment(k.opts.Spec, hash, 0, d.tlsFingerprint)); err != nil {
 		return err
 	}
 	return k.applier.WaitPodsGone(ctx, k.opts.Spec.Namespace, labels.SelectorFromSet(spec.Selector(spec.Envoy)).String(), k.opts.RolloutTimeout)

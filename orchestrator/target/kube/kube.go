@@ -80,6 +80,7 @@ type Kube struct {
 	assignment map[string]string
 	placed     map[string]placement // role -> its verified placement
 	proxyCPU   cgroup.NodeCPU       // the proxy node's processor, read at Prepare
+	tlsApplied string               // fingerprint of the certificate in the TLS Secret
 	notes      []string
 }
 
@@ -157,7 +158,7 @@ func (k *Kube) CheckModule(p plan.Plan) error { return CheckPlan(p) }
 var flavors = []string{plan.FlavorDirect, plan.FlavorEnvoy, plan.FlavorWAF, plan.FlavorWAFAccelerated}
 
 // CheckPlan rejects, before anything is built or deployed, a plan with
-// a flavor or a transport the Kubernetes targets cannot run.
+// a flavor the Kubernetes targets cannot run.
 func CheckPlan(p plan.Plan) error {
 	var bad []string
 	for _, f := range p.Flavors {
@@ -165,17 +166,11 @@ func CheckPlan(p plan.Plan) error {
 			bad = append(bad, f)
 		}
 	}
-	var errs []error
 	if len(bad) > 0 {
-		errs = append(errs, fmt.Errorf("flavors %s are not available on the Kubernetes targets (their image has Envoy and the corazawaf builds only): use %s, or the local target",
-			strings.Join(bad, ", "), strings.Join(flavors, ", ")))
+		return fmt.Errorf("flavors %s are not available on the Kubernetes targets (their image has Envoy and the corazawaf builds only): use %s, or the local target",
+			strings.Join(bad, ", "), strings.Join(flavors, ", "))
 	}
-	if t := p.Transport(); !t.IsDefault() {
-		// The in-cluster load generator and the pod's certificate are
-		// not built yet: refused before anything is deployed.
-		errs = append(errs, fmt.Errorf("transport %s is not available on the Kubernetes targets yet (HTTP/1.1 in clear only): run it on the local target", t.Name()))
-	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // Prepare creates the namespace, the cgroup agents, the backend and the
@@ -190,7 +185,7 @@ func (k *Kube) Prepare(ctx context.Context) error {
 	if _, err := k.applier.DaemonSet(ctx, spec.AgentDaemonSet(o)); err != nil {
 		return err
 	}
-	if _, err := k.applier.Deployment(ctx, spec.BackendDeployment(o)); err != nil {
+	if _, err := k.applier.Deployment(ctx, spec.BackendDeployment(o, "")); err != nil {
 		return err
 	}
 	if _, err := k.applier.Deployment(ctx, spec.FortioDeployment(o)); err != nil {

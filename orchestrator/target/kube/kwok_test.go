@@ -286,7 +286,7 @@ func TestRolloutWaitNamesTheReason(t *testing.T) {
 	}
 	// Far more cores than any fake node has.
 	o.Proxy.MilliCPU = 64000
-	if _, err := k.applier.Deployment(ctx, spec.EnvoyDeployment(o, "0123456789abcdef", 1)); err != nil {
+	if _, err := k.applier.Deployment(ctx, spec.EnvoyDeployment(o, "0123456789abcdef", 1, "")); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

@@ -149,7 +149,7 @@ func TestRealNodeSweepStep(t *testing.T) {
 	}
 	t.Logf("control plane and real node ready in %v", time.Since(started).Round(time.Millisecond))
 
-	ports, err := freeLoopbackPorts(5)
+	ports, err := freeLoopbackPorts(6)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestRealNodeSweepStep(t *testing.T) {
 			Loadgen: spec.Size{MilliCPU: 600, Memory: mem("256Mi")},
 			Backend: spec.Size{MilliCPU: 200, Memory: mem("128Mi")},
 			Agent:   spec.Size{MilliCPU: 100, Memory: mem("64Mi")},
-			Ports:   spec.Ports{EnvoyListen: ports[0], EnvoyAdmin: ports[1], Backend: ports[2], Fortio: ports[3], Agent: ports[4]},
+			Ports:   spec.Ports{EnvoyListen: ports[0], EnvoyAdmin: ports[1], Backend: ports[2], Fortio: ports[3], Agent: ports[4], BackendTLS: ports[5]},
 		},
 		RolloutTimeout: 3 * time.Minute, ReadyTimeout: time.Minute,
 	})
@@ -227,6 +227,7 @@ func TestRealNodeSweepStep(t *testing.T) {
 	if !strings.Contains(notes, "proxy: pod envoy-") || !strings.Contains(notes, "QoS Guaranteed, cpuset 1 (exclusive)") || !strings.Contains(notes, "kubelet v1.37.2") {
 		t.Errorf("metadata notes lack the verification:\n%s", notes)
 	}
+	checkRealNodeTransport(ctx, t, k, p, filepath.Join(root, "rulesets"))
 	pods, err := cp.Client.CoreV1().Pods("wafsweep-realnode").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -235,6 +236,42 @@ func TestRealNodeSweepStep(t *testing.T) {
 		if pod.Status.QOSClass != corev1.PodQOSGuaranteed {
 			t.Errorf("pod %s is %s", pod.Name, pod.Status.QOSClass)
 		}
+	}
+}
+
+// checkRealNodeTransport sweeps the prepared target again over HTTP/2 and
+// TLS: Envoy terminates TLS with the run's certificate from the Secret, the
+// backend is rolled to be the direct flavor's TLS edge, and the load
+// generator pod verifies both for the Host name while connecting to their
+// address. Every row says h2 over TLS.
+func checkRealNodeTransport(ctx context.Context, t *testing.T, k *Kube, p plan.Plan, rulesets string) {
+	t.Helper()
+	p.Flavors, p.Protocol, p.TLS = []string{plan.FlavorDirect, plan.FlavorWAF}, plan.ProtocolH2, true
+	out := t.TempDir()
+	err := sweep.Run(ctx, sweep.Options{Plan: p, Target: k, SweepID: "realnode-tls", OutDir: out,
+		RulesetsDir: rulesets, CommandLine: []string{"wafsweep", "sweep", "--target", "kube", "--protocol", "h2", "--tls"}})
+	if err != nil {
+		t.Fatalf("h2+tls sweep: %v", err)
+	}
+	steps, err := dataset.ReadSteps(filepath.Join(out, sweep.StepsFile))
+	if err != nil || len(steps) != 2 {
+		t.Fatalf("h2+tls steps: %+v %v", steps, err)
+	}
+	for _, s := range steps {
+		t.Logf("h2+tls step: %s at %d rps: %s, completed %d/%d, p99 %.2f ms", s.ConfigID, s.TargetRPS, s.Verdict, s.Completed, s.Scheduled, s.P99Ms)
+		if s.Transport != (plan.Transport{Protocol: plan.ProtocolH2, TLS: true}) {
+			t.Errorf("%s: transport %+v, want h2 over TLS", s.ConfigID, s.Transport)
+		}
+		if s.Verdict == dataset.VerdictInvalid || s.Completed == 0 || s.Non2xx != 0 || s.SocketErrors != 0 {
+			t.Errorf("%s over h2+tls: %+v", s.ConfigID, s)
+		}
+	}
+	secret, err := k.client.CoreV1().Secrets(k.opts.Spec.Namespace).Get(ctx, spec.TLSSecretName, metav1.GetOptions{})
+	if err != nil || secret.Type != corev1.SecretTypeTLS {
+		t.Fatalf("the TLS secret: %v", err)
+	}
+	if fp := k.backendPod.Annotations[spec.AnnotationTLSFingerprint]; fp == "" || fp != secret.Annotations[spec.AnnotationTLSFingerprint] {
+		t.Errorf("the backend pod serves certificate %q, the secret holds %q", fp, secret.Annotations[spec.AnnotationTLSFingerprint])
 	}
 }
 

@@ -38,6 +38,9 @@ type Options struct {
 	// AuditLogDir replaces the directory of an audit_log path (the
 	// orchestrator's run directory does not exist in the pod).
 	AuditLogDir string
+	// TLS, the certificate's files inside the pod, makes the listener
+	// terminate TLS; nil listens in clear.
+	TLS *envoyconfig.TLSFiles
 }
 
 // Built is a bootstrap ready for a ConfigMap.
@@ -51,7 +54,7 @@ type Built struct {
 
 // Build returns the bootstrap for opts.
 func Build(opts Options) (Built, error) {
-	eo := envoyconfig.Options{AdminPort: opts.AdminPort, ListenPort: opts.ListenPort, UpstreamPort: opts.BackendPort}
+	eo := envoyconfig.Options{AdminPort: opts.AdminPort, ListenPort: opts.ListenPort, UpstreamPort: opts.BackendPort, TLS: opts.TLS}
 	var wafJSON string
 	if opts.WAFConfigJSON != "" {
 		var err error

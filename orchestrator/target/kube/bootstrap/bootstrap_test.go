@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wafsweep/wafsweep/orchestrator/envoyconfig"
 )
 
 func TestBuildReaddressesAndInlinesRules(t *testing.T) {
@@ -53,6 +55,17 @@ func TestBuildReaddressesAndInlinesRules(t *testing.T) {
 	other, _ := Build(opts)
 	if again.Hash != b.Hash || other.Hash == b.Hash {
 		t.Errorf("hashes %s %s %s: want stable and content-dependent", b.Hash, again.Hash, other.Hash)
+	}
+	// TLS: the listener terminates it with the pod's files.
+	opts.TLS = &envoyconfig.TLSFiles{CertChain: "/etc/wafsweep/tls/tls.crt", PrivateKey: "/etc/wafsweep/tls/tls.key"}
+	overTLS, err := Build(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"envoy.transport_sockets.tls", opts.TLS.CertChain, opts.TLS.PrivateKey} {
+		if !bytes.Contains(overTLS.JSON, []byte(want)) || bytes.Contains(other.JSON, []byte(want)) {
+			t.Errorf("%s: want it in the TLS bootstrap alone", want)
+		}
 	}
 }
 

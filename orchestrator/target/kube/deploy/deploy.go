@@ -48,6 +48,14 @@ func (a Applier) ConfigMap(ctx context.Context, cm *corev1ac.ConfigMapApplyConfi
 	return nil
 }
 
+// Secret applies a Secret.
+func (a Applier) Secret(ctx context.Context, secret *corev1ac.SecretApplyConfiguration) error {
+	if _, err := a.Client.CoreV1().Secrets(*secret.Namespace).Apply(ctx, secret, a.options()); err != nil {
+		return fmt.Errorf("applying secret %s/%s: %w", *secret.Namespace, *secret.Name, err)
+	}
+	return nil
+}
+
 // Deployment applies a Deployment and returns its generation after the
 // apply, which a rollout wait compares with the observed generation.
 func (a Applier) Deployment(ctx context.Context, d *appsv1ac.DeploymentApplyConfiguration) (int64, error) {

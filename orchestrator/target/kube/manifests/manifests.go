@@ -50,7 +50,7 @@ func Files(wafTier string) (map[string][]byte, error) {
 		files[name] = append([]byte("# Generated from orchestrator/target/kube/spec by package manifests: do not edit.\n"), out...)
 		return nil
 	}
-	envoy := spec.EnvoyDeployment(o, "", 1)
+	envoy := spec.EnvoyDeployment(o, "", 1, "")
 	// kustomize's configMapGenerator names the ConfigMap after its content
 	// and rewrites this reference: the same role as the orchestrator's
 	// hash-named ConfigMap and template annotation.
@@ -68,7 +68,7 @@ func Files(wafTier string) (map[string][]byte, error) {
 	}{
 		{"namespace.yaml", []any{spec.Namespace(o)}},
 		{"cgroup-agent.yaml", []any{spec.AgentDaemonSet(o)}},
-		{"backend.yaml", []any{spec.BackendDeployment(o), spec.BackendService(o)}},
+		{"backend.yaml", []any{spec.BackendDeployment(o, ""), spec.BackendService(o)}},
 		{"fortio.yaml", []any{spec.FortioDeployment(o)}},
 		{"envoy.yaml", []any{envoy}},
 	} {

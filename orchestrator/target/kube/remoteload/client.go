@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
@@ -36,8 +37,12 @@ func (c Client) RunAll(ctx context.Context, specs []loadgen.Spec) (loadgen.Resul
 	if len(specs) == 0 {
 		return loadgen.Result{}, nil, errors.New("remote load: no run in the step")
 	}
+	st, err := newStep(specs)
+	if err != nil {
+		return loadgen.Result{}, nil, err
+	}
 	var body bytes.Buffer
-	if err := gob.NewEncoder(&body).Encode(specs); err != nil {
+	if err := gob.NewEncoder(&body).Encode(st); err != nil {
 		return loadgen.Result{}, nil, fmt.Errorf("remote load: encoding the step: %w", err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(c.BaseURL, "/")+RunPath, &body)
@@ -58,6 +63,25 @@ func (c Client) RunAll(ctx context.Context, specs []loadgen.Spec) (loadgen.Resul
 		return loadgen.Result{}, nil, fmt.Errorf("remote load at %s: %s: %s", c.BaseURL, resp.Status, strings.TrimSpace(string(text)))
 	}
 	return readStream(ctx, gob.NewDecoder(resp.Body), specs[0].OnEdge)
+}
+
+// newStep carries specs with the CA files they name.
+func newStep(specs []loadgen.Spec) (step, error) {
+	st := step{Runs: specs}
+	for _, s := range specs {
+		if s.CAFile == "" || st.CAs[s.CAFile] != nil {
+			continue
+		}
+		pem, err := os.ReadFile(s.CAFile)
+		if err != nil {
+			return step{}, fmt.Errorf("remote load: the step's CA: %w", err)
+		}
+		if st.CAs == nil {
+			st.CAs = map[string][]byte{}
+		}
+		st.CAs[s.CAFile] = pem
+	}
+	return st, nil
 }
 
 // readStream reads the edges (passing each to onEdge) up to the outcome.

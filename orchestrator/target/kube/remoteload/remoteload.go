@@ -18,11 +18,18 @@ import (
 	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
 )
 
-// RunPath is where Handler takes a step: POST, a gob-encoded
-// []loadgen.Spec, the runs sent together (loadgen.RunAll: a plain shape is
-// one, a mixed shape's members or attacks beside the load are more); their
-// OnEdge is not sent.
+// RunPath is where Handler takes a step: POST, a gob-encoded step.
 const RunPath = "/run"
+
+// step is what the client sends: the runs sent together (loadgen.RunAll: a
+// plain shape is one, a mixed shape's members or attacks beside the load
+// are more), without their OnEdge, and the content of every CA file they
+// name, by the name: the pod cannot read the orchestrator's files, so the
+// handler writes each into a file of its own for the step.
+type step struct {
+	Runs []loadgen.Spec
+	CAs  map[string][]byte
+}
 
 // HealthPath answers 200 once the handler serves.
 const HealthPath = "/healthz"

@@ -1,16 +1,22 @@
 package remoteload
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	wafbackend "github.com/wafsweep/wafsweep/orchestrator/backend"
 	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
+	"github.com/wafsweep/wafsweep/orchestrator/tlscert"
 )
 
 // backend counts the requests that reach it.
@@ -160,5 +166,47 @@ func TestRemoteErrorsSayWhy(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Errorf("first step: %v", err)
+	}
+}
+
+// A TLS step carries its CA: the pod cannot read the orchestrator's file,
+// so the handler runs with a copy of its own, and the real load generator
+// verifies the proxy with it, by name, through the address it resolves to.
+func TestTLSStepCarriesItsCA(t *testing.T) {
+	certs, err := tlscert.Generate(t.TempDir(), tlscert.Spec{DNSNames: []string{loadgen.DefaultHost}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	be, err := wafbackend.StartWith("127.0.0.1:0", wafbackend.Options{HTTP2: true, CertFile: certs.Cert, KeyFile: certs.Key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { be.Close() })
+	spec := loadgen.Spec{URL: fmt.Sprintf("https://%s:%d/", loadgen.DefaultHost, be.Port()), Resolve: "127.0.0.1", CAFile: certs.CA,
+		HTTP2: true, QPS: 100, Connections: 2, Duration: time.Second}
+
+	var seen []byte
+	stand := httptest.NewServer(Serve(func(_ context.Context, specs []loadgen.Spec) (loadgen.Result, []loadgen.Result, error) {
+		if specs[0].CAFile == certs.CA {
+			return loadgen.Result{}, nil, errors.New("the handler was given the orchestrator's path")
+		}
+		var err error
+		seen, err = os.ReadFile(specs[0].CAFile)
+		return loadgen.Result{}, []loadgen.Result{{}}, err
+	}))
+	t.Cleanup(stand.Close)
+	if _, err := (Client{BaseURL: stand.URL}).Run(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := os.ReadFile(certs.CA); !bytes.Equal(seen, want) {
+		t.Errorf("the handler's CA holds %q, want the orchestrator's", seen)
+	}
+
+	res, err := pod(t).Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.CompletionRatio() < 0.99 || res.SocketErrors != 0 || be.Recent()[0].Proto != "HTTP/2.0" {
+		t.Errorf("completed %d of %d, socket errors %d, over %s", res.Completed, res.Scheduled, res.SocketErrors, be.Recent()[0].Proto)
 	}
 }

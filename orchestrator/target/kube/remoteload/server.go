@@ -5,6 +5,9 @@ import (
 	"encoding/gob"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
@@ -27,9 +30,9 @@ func Serve(run RunFunc) http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("POST "+RunPath, func(w http.ResponseWriter, r *http.Request) {
-		var specs []loadgen.Spec
-		if err := gob.NewDecoder(r.Body).Decode(&specs); err != nil || len(specs) == 0 {
-			http.Error(w, fmt.Sprintf("reading the step: %d runs, %v", len(specs), err), http.StatusBadRequest)
+		var st step
+		if err := gob.NewDecoder(r.Body).Decode(&st); err != nil || len(st.Runs) == 0 {
+			http.Error(w, fmt.Sprintf("reading the step: %d runs, %v", len(st.Runs), err), http.StatusBadRequest)
 			return
 		}
 		if !one.TryLock() {
@@ -37,9 +40,50 @@ func Serve(run RunFunc) http.Handler {
 			return
 		}
 		defer one.Unlock()
+		specs, cleanup, err := st.localCAs()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		defer cleanup()
 		serveRun(w, r, run, specs)
 	})
 	return mux
+}
+
+// localCAs writes the step's CAs into a directory of the step's own and
+// points its runs at them; cleanup removes the directory.
+func (st step) localCAs() (specs []loadgen.Spec, cleanup func(), err error) {
+	if len(st.CAs) == 0 {
+		return st.Runs, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "wafsweep-step-ca-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("the step's CA: %w", err)
+	}
+	cleanup = func() { os.RemoveAll(dir) }
+	local := map[string]string{}
+	for name, pem := range st.CAs {
+		path := filepath.Join(dir, fmt.Sprintf("ca-%d.pem", len(local)))
+		if err := os.WriteFile(path, pem, 0o644); err != nil {
+			cleanup()
+			return nil, nil, fmt.Errorf("the step's CA: %w", err)
+		}
+		local[name] = path
+	}
+	specs = slices.Clone(st.Runs)
+	for i, s := range specs {
+		if s.CAFile == "" {
+			continue
+		}
+		path, ok := local[s.CAFile]
+		if !ok {
+			cleanup()
+			return nil, nil, fmt.Errorf("run %d names CA %s, which the step does not carry", i, s.CAFile)
+		}
+		specs[i].CAFile = path
+	}
+	return specs, cleanup, nil
 }
 
 // serveRun runs the step, streaming its edges and then its outcome. The

@@ -58,8 +58,10 @@ func shortHash(hash string) string {
 // EnvoyDeployment runs Envoy with the module on the proxy pool: one
 // replica, Recreate (the old pod releases its exclusive cores before the new
 // one asks for them), --concurrency equal to its cores. replicas is 0 to
-// stop it between configurations.
-func EnvoyDeployment(o Options, hash string, replicas int32) *appsv1ac.DeploymentApplyConfiguration {
+// stop it between configurations. tlsFingerprint, when set, mounts the
+// run's certificate (TLSSecret) at TLSDir for a bootstrap that terminates
+// TLS, and marks the pod with it: a new certificate is a new pod.
+func EnvoyDeployment(o Options, hash string, replicas int32, tlsFingerprint string) *appsv1ac.DeploymentApplyConfiguration {
 	cores := o.Proxy.Cores()
 	envoy := container(o, Envoy, o.Proxy).
 		WithCommand(EnvoyPath,
@@ -95,12 +97,14 @@ func EnvoyDeployment(o Options, hash string, replicas int32) *appsv1ac.Deploymen
 	if !o.SingleNode {
 		pod.WithAffinity(antiAffinity(Fortio, Backend))
 	}
+	annotations := map[string]string{
+		AnnotationBootstrapHash: hash,
+		AnnotationConcurrency:   strconv.Itoa(cores),
+	}
+	mountTLS(pod, annotations, tlsFingerprint)
 	template := corev1ac.PodTemplateSpec().
 		WithLabels(o.labels(Envoy)).
-		WithAnnotations(map[string]string{
-			AnnotationBootstrapHash: hash,
-			AnnotationConcurrency:   strconv.Itoa(cores),
-		}).
+		WithAnnotations(annotations).
 		WithSpec(pod)
 	return appsv1ac.Deployment(Envoy, o.Namespace).
 		WithLabels(o.labels(Envoy)).
@@ -114,16 +118,61 @@ func EnvoyDeployment(o Options, hash string, replicas int32) *appsv1ac.Deploymen
 }
 
 // BackendDeployment runs the benchmark backend on the load generator pool.
-func BackendDeployment(o Options) *appsv1ac.DeploymentApplyConfiguration {
+// It accepts HTTP/2 in clear beside HTTP/1.1: the proxies speak HTTP/1.1 to
+// it, the direct flavor's load may speak h2c. tlsFingerprint, when set, also
+// serves TLS on Ports.BackendTLS with the run's certificate (TLSSecret), the
+// direct flavor's edge in a TLS sweep, and marks the pod with it.
+func BackendDeployment(o Options, tlsFingerprint string) *appsv1ac.DeploymentApplyConfiguration {
+	args := []string{"backend", "--listen", o.bindHost() + ":" + itoa(o.Ports.Backend), "--http2"}
+	ports := []*corev1ac.ContainerPortApplyConfiguration{corev1ac.ContainerPort().WithName("http").WithContainerPort(o.Ports.Backend)}
+	if tlsFingerprint != "" {
+		args = append(args, "--tls-listen", o.bindHost()+":"+itoa(o.Ports.BackendTLS), "--tls-cert", TLSCertFile, "--tls-key", TLSKeyFile)
+		ports = append(ports, corev1ac.ContainerPort().WithName("https").WithContainerPort(o.Ports.BackendTLS))
+	}
 	backend := container(o, Backend, o.Backend).
-		WithCommand(PodBinaryPath, "backend", "--listen", o.bindHost()+":"+itoa(o.Ports.Backend)).
-		WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(o.Ports.Backend)).
+		WithCommand(append([]string{PodBinaryPath}, args...)...).
+		WithPorts(ports...).
 		WithReadinessProbe(tcpProbe(o, o.Ports.Backend))
 	pod := podSpec(o, backend).WithNodeSelector(map[string]string{NodeLabelLoadgen: "true"})
 	if !o.SingleNode {
 		pod.WithAffinity(antiAffinity(Envoy))
 	}
-	return singleReplica(o, Backend, pod)
+	annotations := map[string]string{}
+	mountTLS(pod, annotations, tlsFingerprint)
+	d := singleReplica(o, Backend, pod)
+	if len(annotations) > 0 {
+		d.Spec.Template.WithAnnotations(annotations)
+	}
+	return d
+}
+
+// TLSSecret holds the run's server certificate chain and key, PEM, which
+// the Envoy pods (and the backend, for the direct flavor) mount at TLSDir.
+// The key never leaves the sweep's namespace; the certificate is valid for
+// the sweep's Host name and expires within days.
+func TLSSecret(o Options, certPEM, keyPEM []byte, fingerprint string) *corev1ac.SecretApplyConfiguration {
+	return corev1ac.Secret(TLSSecretName, o.Namespace).
+		WithLabels(o.labels("tls")).
+		WithAnnotations(map[string]string{AnnotationTLSFingerprint: fingerprint}).
+		WithType(corev1.SecretTypeTLS).
+		WithData(map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM})
+}
+
+// mountTLS mounts TLSSecret read-only at TLSDir in the pod's containers
+// and records fingerprint among the pod template's annotations; nothing
+// without a fingerprint.
+func mountTLS(pod *corev1ac.PodSpecApplyConfiguration, annotations map[string]string, fingerprint string) {
+	if fingerprint == "" {
+		return
+	}
+	for i := range pod.Containers { // the pod holds copies of its containers
+		pod.Containers[i].WithVolumeMounts(corev1ac.VolumeMount().WithName("tls").WithMountPath(TLSDir).WithReadOnly(true))
+	}
+	// Readable by the containers' user (nobody) only: 0400 and its group.
+	pod.WithVolumes(corev1ac.Volume().WithName("tls").WithSecret(
+		corev1ac.SecretVolumeSource().WithSecretName(TLSSecretName).WithDefaultMode(0o440)))
+	pod.WithSecurityContext(corev1ac.PodSecurityContext().WithFSGroup(nobody))
+	annotations[AnnotationTLSFingerprint] = fingerprint
 }
 
 // FortioDeployment runs the load generator on the load generator pool,
@@ -135,9 +184,14 @@ func BackendDeployment(o Options) *appsv1ac.DeploymentApplyConfiguration {
 func FortioDeployment(o Options) *appsv1ac.DeploymentApplyConfiguration {
 	fortio := container(o, Fortio, o.Loadgen).
 		WithCommand(PodBinaryPath, "loadgen", "--listen", "127.0.0.1:"+itoa(o.Ports.Fortio)).
-		WithReadinessProbe(execProbe("http://127.0.0.1:" + itoa(o.Ports.Fortio) + "/healthz"))
+		WithReadinessProbe(execProbe("http://127.0.0.1:" + itoa(o.Ports.Fortio) + "/healthz")).
+		// A TLS step's CA is written here for Fortio, which reads a
+		// file; the root filesystem is read-only.
+		WithVolumeMounts(corev1ac.VolumeMount().WithName("tmp").WithMountPath("/tmp"))
 	pod := podSpec(o, fortio).
-		WithNodeSelector(map[string]string{NodeLabelLoadgen: "true"})
+		WithNodeSelector(map[string]string{NodeLabelLoadgen: "true"}).
+		WithVolumes(corev1ac.Volume().WithName("tmp").WithEmptyDir(
+			corev1ac.EmptyDirVolumeSource().WithSizeLimit(resourceQuantity("16Mi"))))
 	if !o.SingleNode {
 		pod.WithAffinity(antiAffinity(Envoy))
 	}

@@ -34,6 +34,9 @@ const (
 	AnnotationBootstrapHash = "wafsweep.io/bootstrap-hash"
 	// AnnotationConcurrency records Envoy's --concurrency on its pod.
 	AnnotationConcurrency = "wafsweep.io/concurrency"
+	// AnnotationTLSFingerprint names the run's certificate (its SHA-256) on
+	// the TLS Secret and on the pods that mount it.
+	AnnotationTLSFingerprint = "wafsweep.io/tls-fingerprint"
 )
 
 // Node labels select the node pools: the proxy on its own nodes, the load
@@ -71,17 +74,25 @@ const (
 	WAFLogDir = "/var/log/corazawaf"
 	// HostCgroupDir is where the agent sees the node's /sys/fs/cgroup.
 	HostCgroupDir = "/host/sys/fs/cgroup"
+	// TLSDir is where TLSSecretName is mounted: TLSCertFile and TLSKeyFile.
+	TLSDir        = "/etc/wafsweep/tls"
+	TLSSecretName = "wafsweep-tls"
+	TLSCertFile   = TLSDir + "/" + corev1.TLSCertKey
+	TLSKeyFile    = TLSDir + "/" + corev1.TLSPrivateKeyKey
 )
 
 // Ports of the components. On a pod network they may be the defaults; with
 // HostNetwork they must be free on the node.
 type Ports struct {
 	EnvoyListen, EnvoyAdmin, Backend, Fortio, Agent int32
+	// BackendTLS is where the backend serves TLS in a TLS sweep (the direct
+	// flavor's edge); Backend stays in clear for the proxies.
+	BackendTLS int32
 }
 
 // DefaultPorts are the ports on a pod network.
 func DefaultPorts() Ports {
-	return Ports{EnvoyListen: 10000, EnvoyAdmin: 9901, Backend: 8080, Fortio: 8088, Agent: 9090}
+	return Ports{EnvoyListen: 10000, EnvoyAdmin: 9901, Backend: 8080, Fortio: 8088, Agent: 9090, BackendTLS: 8443}
 }
 
 // Size is a container's CPU and memory, requests equal to limits.
@@ -155,6 +166,9 @@ func (o Options) Defaults() Options {
 	def(&o.Agent, 100, "64Mi")
 	if o.Ports == (Ports{}) {
 		o.Ports = DefaultPorts()
+	}
+	if o.Ports.BackendTLS == 0 {
+		o.Ports.BackendTLS = DefaultPorts().BackendTLS
 	}
 	return o
 }

@@ -38,8 +38,8 @@ func TestEveryPodIsGuaranteed(t *testing.T) {
 		exclusive string
 		cores     int64
 	}{
-		{"envoy", decode[appsv1.Deployment](t, EnvoyDeployment(o, "abc", 1)).Spec.Template.Spec, Envoy, 2},
-		{"backend", decode[appsv1.Deployment](t, BackendDeployment(o)).Spec.Template.Spec, Backend, 1},
+		{"envoy", decode[appsv1.Deployment](t, EnvoyDeployment(o, "abc", 1, "")).Spec.Template.Spec, Envoy, 2},
+		{"backend", decode[appsv1.Deployment](t, BackendDeployment(o, "")).Spec.Template.Spec, Backend, 1},
 		{"fortio", decode[appsv1.Deployment](t, FortioDeployment(o)).Spec.Template.Spec, Fortio, 2},
 		{"agent", decode[appsv1.DaemonSet](t, AgentDaemonSet(o)).Spec.Template.Spec, "", 0},
 	}
@@ -105,7 +105,7 @@ func TestGuaranteedProblems(t *testing.T) {
 func TestEnvoyDeployment(t *testing.T) {
 	o := testOptions()
 	o.Proxy.MilliCPU = 3000
-	d := decode[appsv1.Deployment](t, EnvoyDeployment(o, "feedface0123456789", 1))
+	d := decode[appsv1.Deployment](t, EnvoyDeployment(o, "feedface0123456789", 1, ""))
 	if d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType || *d.Spec.Replicas != 1 {
 		t.Errorf("strategy %s replicas %d", d.Spec.Strategy.Type, *d.Spec.Replicas)
 	}
@@ -127,7 +127,7 @@ func TestEnvoyDeployment(t *testing.T) {
 	// "=" in it whole.
 	o.EnvoyEnv = []string{"GOGC=400", "GODEBUG=gctrace=1,madvdontneed=1"}
 	env := map[string]string{}
-	for _, e := range decode[appsv1.Deployment](t, EnvoyDeployment(o, "x", 1)).Spec.Template.Spec.Containers[0].Env {
+	for _, e := range decode[appsv1.Deployment](t, EnvoyDeployment(o, "x", 1, "")).Spec.Template.Spec.Containers[0].Env {
 		env[e.Name] = e.Value
 	}
 	if env["GOGC"] != "400" || env["GODEBUG"] != "gctrace=1,madvdontneed=1" || env["CORAZAWAF_HS_CACHE"] != HyperscanCacheDir {
@@ -139,7 +139,7 @@ func TestEnvoyDeployment(t *testing.T) {
 	}
 	// A one-node test cluster cannot honour anti-affinity.
 	o.SingleNode = true
-	if single := decode[appsv1.Deployment](t, EnvoyDeployment(o, "x", 1)); single.Spec.Template.Spec.Affinity != nil {
+	if single := decode[appsv1.Deployment](t, EnvoyDeployment(o, "x", 1, "")); single.Spec.Template.Spec.Affinity != nil {
 		t.Error("SingleNode keeps the anti-affinity")
 	}
 }
@@ -164,5 +164,61 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("Validate() = %v, want %q", err, c.want)
 			}
 		})
+	}
+}
+
+// With a certificate, Envoy and the backend mount the run's Secret
+// read-only where the bootstrap and the backend's flags name the files,
+// the backend serves TLS on its own port beside the clear one, and both
+// pods carry the certificate's fingerprint (a new one is a new pod).
+// Without it, neither mounts anything.
+func TestTLSMountsTheRunsSecret(t *testing.T) {
+	o := testOptions()
+	secret := decode[corev1.Secret](t, TLSSecret(o, []byte("chain"), []byte("key"), "f1"))
+	if secret.Type != corev1.SecretTypeTLS || secret.Name != TLSSecretName || string(secret.Data[corev1.TLSCertKey]) != "chain" ||
+		string(secret.Data[corev1.TLSPrivateKeyKey]) != "key" || secret.Annotations[AnnotationTLSFingerprint] != "f1" {
+		t.Errorf("secret %+v", secret)
+	}
+	for _, tc := range []struct {
+		name string
+		pod  func(fingerprint string) corev1.PodTemplateSpec
+	}{
+		{"envoy", func(f string) corev1.PodTemplateSpec {
+			return decode[appsv1.Deployment](t, EnvoyDeployment(o, "x", 1, f)).Spec.Template
+		}},
+		{"backend", func(f string) corev1.PodTemplateSpec {
+			return decode[appsv1.Deployment](t, BackendDeployment(o, f)).Spec.Template
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := tc.pod("f1")
+			var mounted bool
+			for _, m := range pod.Spec.Containers[0].VolumeMounts {
+				mounted = mounted || m.MountPath == TLSDir && m.ReadOnly
+			}
+			var fromSecret bool
+			for _, v := range pod.Spec.Volumes {
+				fromSecret = fromSecret || v.Secret != nil && v.Secret.SecretName == TLSSecretName && *v.Secret.DefaultMode&0o007 == 0
+			}
+			if !mounted || !fromSecret || pod.Annotations[AnnotationTLSFingerprint] != "f1" {
+				t.Errorf("mounted %v, from the secret unreadable to others %v, annotations %v", mounted, fromSecret, pod.Annotations)
+			}
+			clear := tc.pod("")
+			if len(clear.Spec.Volumes) == len(pod.Spec.Volumes) || clear.Annotations[AnnotationTLSFingerprint] != "" {
+				t.Errorf("without a certificate: volumes %+v, annotations %v", clear.Spec.Volumes, clear.Annotations)
+			}
+		})
+	}
+	// The load generator writes each TLS step's CA for Fortio: its /tmp
+	// is writable on a read-only root.
+	loadgen := decode[appsv1.Deployment](t, FortioDeployment(o)).Spec.Template.Spec
+	if m := loadgen.Containers[0].VolumeMounts; len(m) != 1 || m[0].MountPath != "/tmp" || m[0].ReadOnly || loadgen.Volumes[0].EmptyDir == nil {
+		t.Errorf("load generator mounts %+v, volumes %+v: want an emptyDir at /tmp", m, loadgen.Volumes)
+	}
+	cmd := strings.Join(decode[appsv1.Deployment](t, BackendDeployment(o, "f1")).Spec.Template.Spec.Containers[0].Command, " ")
+	for _, want := range []string{"--listen 0.0.0.0:8080 --http2", "--tls-listen 0.0.0.0:8443", "--tls-cert " + TLSCertFile, "--tls-key " + TLSKeyFile} {
+		if !strings.Contains(cmd, want) {
+			t.Errorf("backend command %q lacks %q", cmd, want)
+		}
 	}
 }
