@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -138,6 +139,10 @@ func (k *Kube) deployEnvoy(ctx context.Context, d target.Deployment) (*deployed,
 		return nil, err
 	}
 	dep := &deployed{kube: k, pod: pod, restarts: restartCount(pod, spec.Envoy), runDir: d.RunDir, tlsFingerprint: fingerprint}
+	if d.AuditLog != "" {
+		// Where bootstrap.PodWAFConfig moved it.
+		dep.auditLog = path.Join(spec.WAFLogDir, filepath.Base(d.AuditLog))
+	}
 	// From here on a failure must stop Envoy again.
 	fail := func(err error) (*deployed, error) {
 		return nil, errors.Join(err, dep.Teardown())
@@ -210,6 +215,8 @@ type deployed struct {
 	runDir    string           // where Envoy's log is kept at teardown ("" for none)
 	// tlsFingerprint is the certificate Envoy's pod mounts ("" in clear).
 	tlsFingerprint string
+	// auditLog is the audit log's path in Envoy's container ("" for none).
+	auditLog string
 
 	mu       sync.Mutex
 	peakSeen uint64
@@ -302,7 +309,7 @@ func (d *deployed) Usage() (target.Usage, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	k := d.kube
-	// Not read here: the node's steal, and the pod's writes and audit log.
+	// Not read here: the node's steal.
 	u := target.Usage{BackendCPUSeconds: -1, ProxyThrottledSeconds: -1, StealSeconds: -1, ProxyWrittenBytes: -1, AuditLogBytes: -1}
 	if b, err := k.readContainer(ctx, k.backendPod, "backend"); err == nil {
 		u.BackendCPUSeconds = b.CPUSeconds
@@ -310,9 +317,13 @@ func (d *deployed) Usage() (target.Usage, error) {
 	if d.pod == nil {
 		return u, nil
 	}
-	r, err := k.readContainer(ctx, d.pod, "envoy")
+	r, err := k.readContainerFile(ctx, d.pod, "envoy", d.auditLog)
 	if err != nil {
 		return u, err
+	}
+	u.ProxyWrittenBytes = r.WrittenBytes
+	if d.auditLog != "" {
+		u.AuditLogBytes = r.FileBytes
 	}
 	d.mu.Lock()
 	d.peakSeen = max(d.peakSeen, r.MemoryBytes)

@@ -379,6 +379,12 @@ func (k *Kube) agent(ctx context.Context, node string) (cgroup.Client, error) {
 
 // readContainer reads a container's cgroup through its node's agent.
 func (k *Kube) readContainer(ctx context.Context, pod *corev1.Pod, container string) (cgroup.Reading, error) {
+	return k.readContainerFile(ctx, pod, container, "")
+}
+
+// readContainerFile is readContainer with the size of file inside the
+// container ("" for none).
+func (k *Kube) readContainerFile(ctx context.Context, pod *corev1.Pod, container, file string) (cgroup.Reading, error) {
 	id, err := containerID(pod, container)
 	if err != nil {
 		return cgroup.Reading{}, err
@@ -387,7 +393,7 @@ func (k *Kube) readContainer(ctx context.Context, pod *corev1.Pod, container str
 	if err != nil {
 		return cgroup.Reading{}, err
 	}
-	return a.Read(ctx, string(pod.UID), id)
+	return a.ReadWithFile(ctx, string(pod.UID), id, file)
 }
 
 // containerID is the runtime's ID of a container, without its scheme.

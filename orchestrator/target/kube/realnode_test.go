@@ -240,13 +240,14 @@ func TestRealNodeSweepStep(t *testing.T) {
 }
 
 // checkRealNodeTransport sweeps the prepared target again over HTTP/2 and
-// TLS: Envoy terminates TLS with the run's certificate from the Secret, the
-// backend is rolled to be the direct flavor's TLS edge, and the load
-// generator pod verifies both for the Host name while connecting to their
-// address. Every row says h2 over TLS.
+// TLS, with the audit log: Envoy terminates TLS with the run's certificate
+// from the Secret, the backend is rolled to be the direct flavor's TLS
+// edge, and the load generator pod verifies both for the Host name while
+// connecting to their address. Every row says h2 over TLS, and the node's
+// agent reads the audit log's growth and Envoy's writes in its pod.
 func checkRealNodeTransport(ctx context.Context, t *testing.T, k *Kube, p plan.Plan, rulesets string) {
 	t.Helper()
-	p.Flavors, p.Protocol, p.TLS = []string{plan.FlavorDirect, plan.FlavorWAF}, plan.ProtocolH2, true
+	p.Flavors, p.Protocol, p.TLS, p.AuditLog = []string{plan.FlavorDirect, plan.FlavorWAF}, plan.ProtocolH2, true, true
 	out := t.TempDir()
 	err := sweep.Run(ctx, sweep.Options{Plan: p, Target: k, SweepID: "realnode-tls", OutDir: out,
 		RulesetsDir: rulesets, CommandLine: []string{"wafsweep", "sweep", "--target", "kube", "--protocol", "h2", "--tls"}})
@@ -258,12 +259,18 @@ func checkRealNodeTransport(ctx context.Context, t *testing.T, k *Kube, p plan.P
 		t.Fatalf("h2+tls steps: %+v %v", steps, err)
 	}
 	for _, s := range steps {
-		t.Logf("h2+tls step: %s at %d rps: %s, completed %d/%d, p99 %.2f ms", s.ConfigID, s.TargetRPS, s.Verdict, s.Completed, s.Scheduled, s.P99Ms)
+		t.Logf("h2+tls step: %s at %d rps: %s, completed %d/%d, p99 %.2f ms, audit %.0f bytes/request, disk writes %.0f bytes/s",
+			s.ConfigID, s.TargetRPS, s.Verdict, s.Completed, s.Scheduled, s.P99Ms, s.AuditBytesPerReq, s.ProxyDiskWriteBytesPerS)
 		if s.Transport != (plan.Transport{Protocol: plan.ProtocolH2, TLS: true}) {
 			t.Errorf("%s: transport %+v, want h2 over TLS", s.ConfigID, s.Transport)
 		}
 		if s.Verdict == dataset.VerdictInvalid || s.Completed == 0 || s.Non2xx != 0 || s.SocketErrors != 0 {
 			t.Errorf("%s over h2+tls: %+v", s.ConfigID, s)
+		}
+		// A JSON record of a full-CRS GET is about a kilobyte; the page
+		// cache is dirtied as it is written.
+		if s.Flavor == plan.FlavorWAF && (s.AuditBytesPerReq < 500 || s.AuditBytesPerReq > 10000 || !(s.ProxyDiskWriteBytesPerS > 0)) {
+			t.Errorf("%s: audit %v bytes per request, Envoy wrote %v bytes/s: want both read in the pod", s.ConfigID, s.AuditBytesPerReq, s.ProxyDiskWriteBytesPerS)
 		}
 	}
 	secret, err := k.client.CoreV1().Secrets(k.opts.Spec.Namespace).Get(ctx, spec.TLSSecretName, metav1.GetOptions{})

@@ -16,6 +16,7 @@ import (
 // own CPUs (the shared pool), from which exclusivity is judged.
 type Reading struct {
 	Sample
+	Writes
 	SharedCPUs string `json:"shared_cpus"`
 }
 
@@ -45,13 +46,18 @@ func Handler(r *Reader, sharedCPUs func() (string, error)) http.Handler {
 			http.Error(w, err.Error(), http.StatusNotFound)
 			return
 		}
+		writes, err := r.ReadWrites(q.Get("pod"), q.Get("id"), q.Get("file"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
 		shared, err := sharedCPUs()
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(Reading{Sample: s, SharedCPUs: shared})
+		json.NewEncoder(w).Encode(Reading{Sample: s, Writes: writes, SharedCPUs: shared})
 	})
 	return mux
 }
@@ -68,8 +74,20 @@ const requestTimeout = 5 * time.Second
 
 // Read returns the agent's reading of one container.
 func (c Client) Read(ctx context.Context, podUID, containerID string) (Reading, error) {
-	var r Reading
-	err := c.get(ctx, "/container?"+url.Values{"pod": {podUID}, "id": {containerID}}.Encode(), &r)
+	return c.ReadWithFile(ctx, podUID, containerID, "")
+}
+
+// ReadWithFile is Read with the size of file inside the container (an
+// absolute path as the container sees it) in Writes.FileBytes.
+func (c Client) ReadWithFile(ctx context.Context, podUID, containerID, file string) (Reading, error) {
+	// An agent that could not read them says so; one that did not send
+	// them must not read as zero writes.
+	r := Reading{Writes: Writes{WrittenBytes: notMeasured, FileBytes: notMeasured}}
+	q := url.Values{"pod": {podUID}, "id": {containerID}}
+	if file != "" {
+		q.Set("file", file)
+	}
+	err := c.get(ctx, "/container?"+q.Encode(), &r)
 	return r, err
 }
 

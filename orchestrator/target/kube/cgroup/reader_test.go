@@ -2,6 +2,7 @@ package cgroup
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -132,5 +133,50 @@ func TestExclusive(t *testing.T) {
 		if err != nil || got != c.want || (!got && why == "") {
 			t.Errorf("Exclusive(%s, %s, %d) = %v %q %v, want %v", c.cpus, c.shared, c.cores, got, why, err, c.want)
 		}
+	}
+}
+
+// The agent reads a container's writes through the processes its cgroup
+// lists: their write_bytes summed, and a file's size as they see it. Here
+// the "container" is this test's own process, which writes a file of known
+// size; PIDs of another namespace (0) read as not measured, and a path
+// that is not clean and absolute is refused.
+func TestAgentReadsWritesThroughTheProcesses(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, map[string]string{"cgroup.controllers": "cpu"})
+	dir := filepath.Join(root, "kubepods", "pod"+podUID, containerID)
+	files := map[string]string{
+		"cpu.stat": "usage_usec 1\n", "memory.current": "10\n", "memory.stat": "inactive_file 0\n", "cpuset.cpus.effective": "3\n",
+		"cgroup.procs": fmt.Sprintf("%d\n", os.Getpid()),
+	}
+	write(t, dir, files)
+	log := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(log, make([]byte, 12345), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(Handler(&Reader{Root: root}, func() (string, error) { return "0-1", nil }))
+	defer srv.Close()
+	c := Client{BaseURL: srv.URL}
+	r, err := c.ReadWithFile(context.Background(), podUID, containerID, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := procstat.WrittenBytes(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.FileBytes != 12345 || r.WrittenBytes < 0 || r.WrittenBytes > own {
+		t.Errorf("writes %+v, want the file's 12345 bytes and at most this process's %d written", r.Writes, own)
+	}
+	if r, err := c.Read(context.Background(), podUID, containerID); err != nil || r.FileBytes != -1 {
+		t.Errorf("no file asked: %+v %v, want its size not measured", r.Writes, err)
+	}
+	if _, err := c.ReadWithFile(context.Background(), podUID, containerID, "/var/log/../../etc/shadow"); err == nil {
+		t.Error("an unclean path was read")
+	}
+	files["cgroup.procs"] = "0\n0\n"
+	write(t, dir, files)
+	if r, err := c.ReadWithFile(context.Background(), podUID, containerID, log); err != nil || r.WrittenBytes != -1 || r.FileBytes != -1 {
+		t.Errorf("processes of another PID namespace: %+v %v, want both not measured", r.Writes, err)
 	}
 }

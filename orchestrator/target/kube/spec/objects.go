@@ -17,8 +17,9 @@ import (
 // hostnameTopology spreads pods over nodes.
 const hostnameTopology = "kubernetes.io/hostname"
 
-// nobody runs every container: nothing needs root, the agent only reads
-// world-readable cgroup files.
+// nobody runs every container: nothing needs root. The agent reads
+// world-readable cgroup files, and the /proc entries of the processes it
+// measures, which run as nobody too.
 const nobody = 65534
 
 // Namespace is the sweep's own namespace: deleting it deletes everything.
@@ -208,6 +209,10 @@ func AgentDaemonSet(o Options) *appsv1ac.DaemonSetApplyConfiguration {
 		WithReadinessProbe(execProbe("http://127.0.0.1:" + itoa(o.Ports.Agent) + "/healthz")).
 		WithVolumeMounts(corev1ac.VolumeMount().WithName("cgroup").WithMountPath(HostCgroupDir).WithReadOnly(true))
 	pod := podSpec(o, agent).
+		// The node's PID namespace: the agent reads the write counters of
+		// the processes a container's cgroup lists, and the audit log's
+		// size through them (same user, nobody; no capability).
+		WithHostPID(true).
 		WithAffinity(corev1ac.Affinity().WithNodeAffinity(corev1ac.NodeAffinity().
 			WithRequiredDuringSchedulingIgnoredDuringExecution(corev1ac.NodeSelector().WithNodeSelectorTerms(
 				// Terms are ORed: proxy nodes or load generator nodes.
