@@ -6,9 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 // Main is the `wafsweep backend` subcommand: it serves until SIGINT or
@@ -24,6 +27,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	flags := flag.NewFlagSet("backend", flag.ContinueOnError)
 	flags.SetOutput(stderr)
 	listen := flags.String("listen", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks a free one)")
+	statsListen := flags.String("stats-listen", "", "answer "+StatsPath+" here with what every listener served so far, as JSON (keep it on loopback: a Kubernetes backend is read through a port-forward)")
 	tlsListen := flags.String("tls-listen", "", "also serve TLS here with --tls-cert, --listen staying in clear (a Kubernetes backend: the proxies' origin and the direct flavor's edge at once)")
 	var o Options
 	flags.DurationVar(&o.Cost.CPU, "cpu-per-request", 0, "CPU time to spend on every request (a calibration backend of known capacity)")
@@ -48,7 +52,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		clear.CertFile, clear.KeyFile = "", ""
 		listeners = []listener{{*listen, clear, "listening on %s\n"}, {*tlsListen, o, "listening for TLS on %s\n"}}
 	}
-	stats, err := serveAll(ctx, listeners, stdout)
+	stats, err := serveAll(ctx, listeners, *statsListen, stdout)
 	fmt.Fprint(stderr, stats.Summary())
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -65,9 +69,9 @@ type listener struct {
 	started string
 }
 
-// serveAll serves every listener until ctx ends and returns what they
-// served together.
-func serveAll(ctx context.Context, listeners []listener, stdout io.Writer) (Stats, error) {
+// serveAll serves every listener until ctx ends, and their counts on
+// statsAddr when set, and returns what they served together.
+func serveAll(ctx context.Context, listeners []listener, statsAddr string, stdout io.Writer) (Stats, error) {
 	var servers []*Server
 	var err error
 	for _, l := range listeners {
@@ -78,15 +82,33 @@ func serveAll(ctx context.Context, listeners []listener, stdout io.Writer) (Stat
 		servers = append(servers, s)
 		fmt.Fprintf(stdout, l.started, s.Addr())
 	}
+	total := func() Stats {
+		var t Stats
+		for _, s := range servers {
+			t = t.Plus(s.Stats())
+		}
+		return t
+	}
+	var statsServer *http.Server
+	if err == nil && statsAddr != "" {
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", statsAddr); err == nil {
+			statsServer = &http.Server{Handler: statsHandler(total), ReadHeaderTimeout: 10 * time.Second}
+			go statsServer.Serve(ln)
+			fmt.Fprintf(stdout, "stats on %s\n", ln.Addr())
+		} else {
+			err = fmt.Errorf("backend: stats listener: %w", err)
+		}
+	}
 	if err == nil {
 		<-ctx.Done()
 	}
-	var total Stats
 	errs := []error{err}
+	if statsServer != nil {
+		errs = append(errs, statsServer.Close())
+	}
 	for _, s := range servers {
 		errs = append(errs, s.Close())
-		st := s.Stats()
-		total.Requests, total.BodyBytes, total.Attacks = total.Requests+st.Requests, total.BodyBytes+st.BodyBytes, total.Attacks+st.Attacks
 	}
-	return total, errors.Join(errs...)
+	return total(), errors.Join(errs...)
 }

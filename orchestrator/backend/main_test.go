@@ -48,7 +48,8 @@ func TestMainServesHTTP2OverTLS(t *testing.T) {
 
 // With --tls-listen one process serves in clear on --listen (a proxy's
 // origin) and TLS on the other address (the direct flavor's edge), and its
-// summary counts both.
+// summary counts both; --stats-listen answers with the same counts while it
+// runs, marked attacks apart.
 func TestMainServesClearAndTLSTogether(t *testing.T) {
 	certs, err := tlscert.Generate(t.TempDir(), tlscert.Loopback("wafsweep.test"))
 	if err != nil {
@@ -58,15 +59,16 @@ func TestMainServesClearAndTLSTogether(t *testing.T) {
 	var stdout, stderr syncBuffer
 	exit := make(chan int, 1)
 	go func() {
-		exit <- run(ctx, []string{"--listen", "127.0.0.1:0", "--tls-listen", "127.0.0.1:0", "--http2", "--tls-cert", certs.Cert, "--tls-key", certs.Key}, &stdout, &stderr)
+		exit <- run(ctx, []string{"--listen", "127.0.0.1:0", "--tls-listen", "127.0.0.1:0", "--stats-listen", "127.0.0.1:0",
+			"--http2", "--tls-cert", certs.Cert, "--tls-key", certs.Key}, &stdout, &stderr)
 	}()
-	var clearAddr, tlsAddr string
-	for deadline := time.Now().Add(5 * time.Second); tlsAddr == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		fmt.Sscanf(stdout.String(), "listening on %s\nlistening for TLS on %s\n", &clearAddr, &tlsAddr)
+	var clearAddr, tlsAddr, statsAddr string
+	for deadline := time.Now().Add(5 * time.Second); statsAddr == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		fmt.Sscanf(stdout.String(), "listening on %s\nlistening for TLS on %s\nstats on %s\n", &clearAddr, &tlsAddr, &statsAddr)
 	}
-	if tlsAddr == "" {
+	if statsAddr == "" {
 		cancel()
-		t.Fatalf("stdout %q, stderr %q: want both addresses", stdout.String(), stderr.String())
+		t.Fatalf("stdout %q, stderr %q: want the three addresses", stdout.String(), stderr.String())
 	}
 	caPEM, err := os.ReadFile(certs.CA)
 	if err != nil {
@@ -75,26 +77,33 @@ func TestMainServesClearAndTLSTogether(t *testing.T) {
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(caPEM)
 	tlsClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
-	for _, get := range []struct {
+	for i, get := range []struct {
 		client *http.Client
 		url    string
 	}{{http.DefaultClient, "http://" + clearAddr + "/"}, {tlsClient, "https://" + tlsAddr + "/"}, {tlsClient, "https://" + tlsAddr + "/"}} {
-		resp, err := get.client.Get(get.url)
+		req, _ := http.NewRequest(http.MethodGet, get.url, nil)
+		if i == 1 {
+			req.Header.Set(HeaderAttack, "xss")
+		}
+		resp, err := get.client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
 	}
 	// Clear HTTP to the TLS address is refused by the TLS stack: the
-	// summary below does not count it.
+	// counts below do not include it.
 	if resp, err := http.Get("http://" + tlsAddr + "/"); err == nil {
 		resp.Body.Close()
+	}
+	if st, err := ReadStats(context.Background(), "http://"+statsAddr); err != nil || st.Requests != 3 || st.Attacks != 1 {
+		t.Errorf("stats while serving: %+v %v, want 3 requests, 1 marked", st, err)
 	}
 	cancel()
 	if code := <-exit; code != 0 {
 		t.Fatalf("exit code %d, stderr %q", code, stderr.String())
 	}
-	if want := "backend: served 3 requests, 0 of them marked " + HeaderAttack + "\n"; stderr.String() != want {
+	if want := "backend: served 3 requests, 1 of them marked " + HeaderAttack + "\n"; stderr.String() != want {
 		t.Errorf("summary %q, want %q", stderr.String(), want)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/wafsweep/wafsweep/orchestrator/backend"
 	"github.com/wafsweep/wafsweep/orchestrator/envoyconfig"
 	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
 	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
@@ -84,11 +85,13 @@ func (k *Kube) deployDirect(ctx context.Context, d target.Deployment) (*deployed
 	if err != nil {
 		return nil, err
 	}
-	return &deployed{
-		kube: k, control: t,
+	dep := &deployed{
+		kube: k, control: t, runDir: d.RunDir,
 		url:     overTLS(t.URL(port), d.TLS != nil),
 		dataURL: fmt.Sprintf("%s://%s:%d", scheme(d.TLS != nil), k.dataHost(k.backendPod), port),
-	}, nil
+	}
+	dep.backendBefore, dep.backendBeforeErr = k.readBackendStats(ctx)
+	return dep, nil
 }
 
 // deployEnvoy applies the bootstrap ConfigMap and the Envoy Deployment,
@@ -175,6 +178,7 @@ func (k *Kube) deployEnvoy(ctx context.Context, d target.Deployment) (*deployed,
 	dep.url = overTLS(dep.control.URL(o.Ports.EnvoyListen), d.TLS != nil)
 	dep.admin = envoyproc.NewAdmin(dep.control.URL(o.Ports.EnvoyAdmin))
 	dep.dataURL = fmt.Sprintf("%s://%s:%d", scheme(d.TLS != nil), k.dataHost(pod), o.Ports.EnvoyListen)
+	dep.backendBefore, dep.backendBeforeErr = k.readBackendStats(ctx)
 	return dep, nil
 }
 
@@ -217,6 +221,11 @@ type deployed struct {
 	tlsFingerprint string
 	// auditLog is the audit log's path in Envoy's container ("" for none).
 	auditLog string
+	// backendBefore is the backend's count when the deployment was ready
+	// (or why it could not be read): the backend pod serves every
+	// configuration, and backend.log holds what reached it during this one.
+	backendBefore    backend.Stats
+	backendBeforeErr error
 
 	mu       sync.Mutex
 	peakSeen uint64
@@ -371,14 +380,15 @@ func (d *deployed) Teardown() error {
 	if d.control != nil {
 		d.control.Close()
 	}
-	if d.pod == nil {
-		return nil
-	}
 	// Teardown also runs after Ctrl-C: it must not inherit a cancelled
 	// context.
 	k := d.kube
 	ctx, cancel := context.WithTimeout(context.Background(), k.opts.RolloutTimeout)
 	defer cancel()
+	d.keepBackendLog(ctx)
+	if d.pod == nil {
+		return nil
+	}
 	d.keepLog(ctx)
 	hash := d.pod.Annotations[spec.AnnotationBootstrapHash]
 	if _, err := k.applier.Deployment(ctx, spec.EnvoyDeployment(k.opts.Spec, hash, 0, d.tlsFingerprint)); err != nil {
@@ -409,6 +419,29 @@ func (d *deployed) keepLog(ctx context.Context) {
 }
 
 const logTimeout = 15 * time.Second
+
+// keepBackendLog writes what reached the backend during the deployment
+// to backend.log in the run directory, as the local target's backend
+// writes its own when stopped: a marked attack counted there got past the
+// proxy.
+func (d *deployed) keepBackendLog(ctx context.Context) {
+	if d.runDir == "" {
+		return
+	}
+	var text string
+	after, err := d.kube.readBackendStats(ctx)
+	switch {
+	case d.backendBeforeErr != nil:
+		text = fmt.Sprintf("wafsweep: the backend's count at the start was not read: %v\n", d.backendBeforeErr)
+	case err != nil:
+		text = fmt.Sprintf("wafsweep: the backend's count at the end was not read: %v\n", err)
+	default:
+		text = after.Since(d.backendBefore).Summary()
+	}
+	if err := os.WriteFile(filepath.Join(d.runDir, "backend.log"), []byte(text), 0o644); err != nil {
+		d.kube.progress("keeping the backend's count: %v", err)
+	}
+}
 
 // loadgenClient is the load generator's client through its port-forward,
 // reopened if it broke (an API server restart must not end the sweep).

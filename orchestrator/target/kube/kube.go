@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/wafsweep/wafsweep/orchestrator/backend"
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
 	"github.com/wafsweep/wafsweep/orchestrator/target"
@@ -199,7 +200,7 @@ func (k *Kube) Prepare(ctx context.Context) error {
 			return err
 		}
 	}
-	backend, err := rollout.RunningPod(ctx, k.client, o.Namespace, spec.Selector(spec.Backend), "", "", k.opts.RolloutTimeout)
+	backendPod, err := rollout.RunningPod(ctx, k.client, o.Namespace, spec.Selector(spec.Backend), "", "", k.opts.RolloutTimeout)
 	if err != nil {
 		return err
 	}
@@ -212,7 +213,7 @@ func (k *Kube) Prepare(ctx context.Context) error {
 		return err
 	}
 	k.mu.Lock()
-	k.backendPod, k.fortioPod, k.fortio = backend, fortioPod, fortioTunnel
+	k.backendPod, k.fortioPod, k.fortio = backendPod, fortioPod, fortioTunnel
 	k.assignment = map[string]string{}
 	k.placed = map[string]placement{}
 	k.notes = nil
@@ -225,7 +226,7 @@ func (k *Kube) Prepare(ctx context.Context) error {
 		cores           int
 	}{
 		{"loadgen", spec.Fortio, fortioPod, o.Loadgen.Cores()},
-		{"backend", spec.Backend, backend, o.Backend.Cores()},
+		{"backend", spec.Backend, backendPod, o.Backend.Cores()},
 	} {
 		p, err := k.place(ctx, r.pod, r.container, r.cores)
 		if err != nil {
@@ -237,7 +238,7 @@ func (k *Kube) Prepare(ctx context.Context) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	k.notePlatform(ctx, backend.Spec.NodeName, fortioPod.Spec.NodeName)
+	k.notePlatform(ctx, backendPod.Spec.NodeName, fortioPod.Spec.NodeName)
 
 	// One vanilla Envoy before the sweep: its verified placement goes into
 	// metadata.json, which is written before the first configuration.
@@ -375,6 +376,21 @@ func (k *Kube) agent(ctx context.Context, node string) (cgroup.Client, error) {
 	k.agents[node] = t
 	k.mu.Unlock()
 	return cgroup.Client{BaseURL: t.URL(k.opts.Spec.Ports.Agent)}, nil
+}
+
+// readBackendStats reads the backend's counts so far from its stats
+// listener (loopback in the pod) through a port-forward of its own.
+func (k *Kube) readBackendStats(ctx context.Context) (backend.Stats, error) {
+	k.mu.Lock()
+	pod := k.backendPod
+	k.mu.Unlock()
+	port := k.opts.Spec.Ports.BackendStats
+	t, err := portforward.Open(k.opts.Config, k.client, pod.Namespace, pod.Name, port)
+	if err != nil {
+		return backend.Stats{}, err
+	}
+	defer t.Close()
+	return backend.ReadStats(ctx, t.URL(port))
 }
 
 // readContainer reads a container's cgroup through its node's agent.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -506,6 +507,12 @@ func TestMixWithAttacksOnFakeCluster(t *testing.T) {
 	}
 	if len(sw.Members) != 2+6 || sw.Members[0].Member != plan.ShapeGet || sw.Members[2].Role != dataset.RoleAttack {
 		t.Errorf("members %+v: want get, json_1k and 6 attacks", sw.Members)
+	}
+	// What reached the backend pod during the configuration, as its stats
+	// listener counted it, is kept in the run directory.
+	log, err := os.ReadFile(filepath.Join(out, "runs", "r0", plan.FlavorWAF, plan.TierTargeted, plan.PathName(p.Shapes[0]), "backend.log"))
+	if err != nil || !regexp.MustCompile(`^backend: served [1-9][0-9]* requests, 0 of them marked `).Match(log) {
+		t.Errorf("backend.log %q (%v): want the configuration's count, none marked", log, err)
 	}
 }
 

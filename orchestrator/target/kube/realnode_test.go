@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -149,7 +150,7 @@ func TestRealNodeSweepStep(t *testing.T) {
 	}
 	t.Logf("control plane and real node ready in %v", time.Since(started).Round(time.Millisecond))
 
-	ports, err := freeLoopbackPorts(6)
+	ports, err := freeLoopbackPorts(7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestRealNodeSweepStep(t *testing.T) {
 			Loadgen: spec.Size{MilliCPU: 600, Memory: mem("256Mi")},
 			Backend: spec.Size{MilliCPU: 200, Memory: mem("128Mi")},
 			Agent:   spec.Size{MilliCPU: 100, Memory: mem("64Mi")},
-			Ports:   spec.Ports{EnvoyListen: ports[0], EnvoyAdmin: ports[1], Backend: ports[2], Fortio: ports[3], Agent: ports[4], BackendTLS: ports[5]},
+			Ports:   spec.Ports{EnvoyListen: ports[0], EnvoyAdmin: ports[1], Backend: ports[2], Fortio: ports[3], Agent: ports[4], BackendTLS: ports[5], BackendStats: ports[6]},
 		},
 		RolloutTimeout: 3 * time.Minute, ReadyTimeout: time.Minute,
 	})
@@ -240,14 +241,17 @@ func TestRealNodeSweepStep(t *testing.T) {
 }
 
 // checkRealNodeTransport sweeps the prepared target again over HTTP/2 and
-// TLS, with the audit log: Envoy terminates TLS with the run's certificate
-// from the Secret, the backend is rolled to be the direct flavor's TLS
-// edge, and the load generator pod verifies both for the Host name while
-// connecting to their address. Every row says h2 over TLS, and the node's
-// agent reads the audit log's growth and Envoy's writes in its pod.
+// TLS, with the audit log and a share of attacks: Envoy terminates TLS with
+// the run's certificate from the Secret, the backend is rolled to be the
+// direct flavor's TLS edge, and the load generator pod verifies both for
+// the Host name while connecting to their address. Every row says h2 over
+// TLS; the node's agent reads the audit log's growth and Envoy's writes in
+// its pod; and the backend pod's own count shows the attacks reached it
+// without a WAF and none did through one.
 func checkRealNodeTransport(ctx context.Context, t *testing.T, k *Kube, p plan.Plan, rulesets string) {
 	t.Helper()
 	p.Flavors, p.Protocol, p.TLS, p.AuditLog = []string{plan.FlavorDirect, plan.FlavorWAF}, plan.ProtocolH2, true, true
+	p.AttackSharePct = 10
 	out := t.TempDir()
 	err := sweep.Run(ctx, sweep.Options{Plan: p, Target: k, SweepID: "realnode-tls", OutDir: out,
 		RulesetsDir: rulesets, CommandLine: []string{"wafsweep", "sweep", "--target", "kube", "--protocol", "h2", "--tls"}})
@@ -271,6 +275,15 @@ func checkRealNodeTransport(ctx context.Context, t *testing.T, k *Kube, p plan.P
 		// cache is dirtied as it is written.
 		if s.Flavor == plan.FlavorWAF && (s.AuditBytesPerReq < 500 || s.AuditBytesPerReq > 10000 || !(s.ProxyDiskWriteBytesPerS > 0)) {
 			t.Errorf("%s: audit %v bytes per request, Envoy wrote %v bytes/s: want both read in the pod", s.ConfigID, s.AuditBytesPerReq, s.ProxyDiskWriteBytesPerS)
+		}
+	}
+	for _, c := range []struct{ flavor, tier, marked string }{
+		{plan.FlavorDirect, plan.TierNone, `[1-9][0-9]*`},
+		{plan.FlavorWAF, plan.TierFullCRS, `0`},
+	} {
+		log, err := os.ReadFile(filepath.Join(out, "runs", "r0", c.flavor, c.tier, plan.ShapeGet, "backend.log"))
+		if err != nil || !regexp.MustCompile(`^backend: served [1-9][0-9]* requests, `+c.marked+` of them marked `).Match(log) {
+			t.Errorf("%s: backend.log %q (%v): want %s marked attacks", c.flavor, log, err, c.marked)
 		}
 	}
 	secret, err := k.client.CoreV1().Secrets(k.opts.Spec.Namespace).Get(ctx, spec.TLSSecretName, metav1.GetOptions{})

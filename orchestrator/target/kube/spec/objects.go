@@ -122,9 +122,11 @@ func EnvoyDeployment(o Options, hash string, replicas int32, tlsFingerprint stri
 // It accepts HTTP/2 in clear beside HTTP/1.1: the proxies speak HTTP/1.1 to
 // it, the direct flavor's load may speak h2c. tlsFingerprint, when set, also
 // serves TLS on Ports.BackendTLS with the run's certificate (TLSSecret), the
-// direct flavor's edge in a TLS sweep, and marks the pod with it.
+// direct flavor's edge in a TLS sweep, and marks the pod with it. Its
+// counts are on Ports.BackendStats, on the pod's loopback.
 func BackendDeployment(o Options, tlsFingerprint string) *appsv1ac.DeploymentApplyConfiguration {
-	args := []string{"backend", "--listen", o.bindHost() + ":" + itoa(o.Ports.Backend), "--http2"}
+	args := []string{"backend", "--listen", o.bindHost() + ":" + itoa(o.Ports.Backend), "--http2",
+		"--stats-listen", "127.0.0.1:" + itoa(o.Ports.BackendStats)}
 	ports := []*corev1ac.ContainerPortApplyConfiguration{corev1ac.ContainerPort().WithName("http").WithContainerPort(o.Ports.Backend)}
 	if tlsFingerprint != "" {
 		args = append(args, "--tls-listen", o.bindHost()+":"+itoa(o.Ports.BackendTLS), "--tls-cert", TLSCertFile, "--tls-key", TLSKeyFile)

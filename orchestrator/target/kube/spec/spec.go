@@ -88,11 +88,14 @@ type Ports struct {
 	// BackendTLS is where the backend serves TLS in a TLS sweep (the direct
 	// flavor's edge); Backend stays in clear for the proxies.
 	BackendTLS int32
+	// BackendStats is the backend's stats listener, on the pod's loopback,
+	// read through a port-forward.
+	BackendStats int32
 }
 
 // DefaultPorts are the ports on a pod network.
 func DefaultPorts() Ports {
-	return Ports{EnvoyListen: 10000, EnvoyAdmin: 9901, Backend: 8080, Fortio: 8088, Agent: 9090, BackendTLS: 8443}
+	return Ports{EnvoyListen: 10000, EnvoyAdmin: 9901, Backend: 8080, Fortio: 8088, Agent: 9090, BackendTLS: 8443, BackendStats: 8081}
 }
 
 // Size is a container's CPU and memory, requests equal to limits.
@@ -169,6 +172,9 @@ func (o Options) Defaults() Options {
 	}
 	if o.Ports.BackendTLS == 0 {
 		o.Ports.BackendTLS = DefaultPorts().BackendTLS
+	}
+	if o.Ports.BackendStats == 0 {
+		o.Ports.BackendStats = DefaultPorts().BackendStats
 	}
 	return o
 }

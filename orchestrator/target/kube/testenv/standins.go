@@ -391,6 +391,20 @@ func BackendStandIn() http.Handler {
 	})
 }
 
+// BackendStatsStandIn answers the backend's stats listener: every call the
+// load generator stand-in completed reached it, none of them marked (the
+// proxy stand-in answers the attacks itself).
+func BackendStatsStandIn(completed func() int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != backend.StatsPath {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(backend.Stats{Requests: completed()})
+	})
+}
+
 // FakeCluster is a control plane with kwok nodes modelling the two pools
 // (proxy-a, proxy-b, loadgen-a, loadgen-b, 4 CPUs each), and stand-ins
 // behind every pod port the targets port-forward to.
@@ -419,11 +433,12 @@ func StartFakeCluster(ctx context.Context, binDir, dir string, tainted bool) (*F
 	fc := &FakeCluster{ControlPlane: cp, Loadgen: &LoadgenStub{}}
 	ports := spec.DefaultPorts()
 	standIns := map[int32]http.Handler{
-		ports.EnvoyListen: &ProxyStandIn{Client: cp.Client},
-		ports.Backend:     BackendStandIn(),
-		ports.EnvoyAdmin:  EnvoyAdminStandIn(fc.Loadgen.Completed),
-		ports.Fortio:      fc.Loadgen.Handler(),
-		ports.Agent:       AgentStandIn(filepath.Join(dir, "cgroup"), "2-3", "4-5", fc.Loadgen.BusySeconds),
+		ports.EnvoyListen:  &ProxyStandIn{Client: cp.Client},
+		ports.Backend:      BackendStandIn(),
+		ports.BackendStats: BackendStatsStandIn(fc.Loadgen.Completed),
+		ports.EnvoyAdmin:   EnvoyAdminStandIn(fc.Loadgen.Completed),
+		ports.Fortio:       fc.Loadgen.Handler(),
+		ports.Agent:        AgentStandIn(filepath.Join(dir, "cgroup"), "2-3", "4-5", fc.Loadgen.BusySeconds),
 	}
 	forwards := map[int32]string{}
 	for port, h := range standIns {
