@@ -48,14 +48,18 @@ type Deployment struct {
 // HTTP2 reports whether the load speaks HTTP/2 to the deployment.
 func (d Deployment) HTTP2() bool { return d.Protocol == plan.ProtocolH2 }
 
-// ListenerURL is the URL a deployment listening on 127.0.0.1:port serves:
-// https when it has a certificate.
-func (d Deployment) ListenerURL(port int) string {
-	scheme := "http"
+// Scheme is the URL scheme the deployment's listener serves: https when
+// it has a certificate.
+func (d Deployment) Scheme() string {
 	if d.TLS != nil {
-		scheme = "https"
+		return "https"
 	}
-	return fmt.Sprintf("%s://127.0.0.1:%d", scheme, port)
+	return "http"
+}
+
+// ListenerURL is the URL a deployment listening on 127.0.0.1:port serves.
+func (d Deployment) ListenerURL(port int) string {
+	return fmt.Sprintf("%s://127.0.0.1:%d", d.Scheme(), port)
 }
 
 // Deployed is a running configuration.

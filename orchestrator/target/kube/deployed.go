@@ -87,8 +87,8 @@ func (k *Kube) deployDirect(ctx context.Context, d target.Deployment) (*deployed
 	}
 	dep := &deployed{
 		kube: k, control: t, runDir: d.RunDir,
-		url:     overTLS(t.URL(port), d.TLS != nil),
-		dataURL: fmt.Sprintf("%s://%s:%d", scheme(d.TLS != nil), k.dataHost(k.backendPod), port),
+		url:     d.Scheme() + "://" + t.Addr(port),
+		dataURL: fmt.Sprintf("%s://%s:%d", d.Scheme(), k.dataHost(k.backendPod), port),
 	}
 	dep.backendBefore, dep.backendBeforeErr = k.readBackendStats(ctx)
 	return dep, nil
@@ -175,9 +175,9 @@ func (k *Kube) deployEnvoy(ctx context.Context, d target.Deployment) (*deployed,
 	if err := dep.waitReady(ctx, k.opts.ReadyTimeout); err != nil {
 		return fail(err)
 	}
-	dep.url = overTLS(dep.control.URL(o.Ports.EnvoyListen), d.TLS != nil)
+	dep.url = d.Scheme() + "://" + dep.control.Addr(o.Ports.EnvoyListen)
 	dep.admin = envoyproc.NewAdmin(dep.control.URL(o.Ports.EnvoyAdmin))
-	dep.dataURL = fmt.Sprintf("%s://%s:%d", scheme(d.TLS != nil), k.dataHost(pod), o.Ports.EnvoyListen)
+	dep.dataURL = fmt.Sprintf("%s://%s:%d", d.Scheme(), k.dataHost(pod), o.Ports.EnvoyListen)
 	dep.backendBefore, dep.backendBeforeErr = k.readBackendStats(ctx)
 	return dep, nil
 }

@@ -80,22 +80,6 @@ func (k *Kube) ensureBackendTLS(ctx context.Context, fingerprint string) error {
 	return k.replace(ctx, "backend")
 }
 
-// scheme is the URL scheme of a listener with or without TLS.
-func scheme(tls bool) string {
-	if tls {
-		return "https"
-	}
-	return "http"
-}
-
-// overTLS makes a port-forward's http:// URL https:// for a TLS listener.
-func overTLS(rawURL string, tls bool) string {
-	if !tls {
-		return rawURL
-	}
-	return "https://" + strings.TrimPrefix(rawURL, "http://")
-}
-
 // dataPlaneSpec points a run the sweep aimed at the control URL (a
 // port-forward) at the pod it measures. Over TLS the URL names the Host
 // the run sends and Resolve the pod's address: the certificate is verified
