@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -116,6 +117,7 @@ type Accelerator struct {
 	token       string
 	unregister  func()
 	excluded    []ruleplan.Exclusion
+	dropped     []ruleplan.Dropped // left out of the rule set at load
 	buildTime   time.Duration
 	// observe, when set, sees every value a collector receives: the
 	// differential tests compare those values with what Coraza's own
@@ -153,8 +155,15 @@ func New(opts Options) (*Accelerator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("analysing the rule set for acceleration: %w", err)
 	}
+	var dropped []ruleplan.Dropped
+	if opts.Mode == Prefilter {
+		// Shadow mode checks removals against the whole rule set, so it
+		// keeps every rule.
+		dropped = ruleplan.Constant(rs)
+		rs.RemoveIDs(droppedIDs(dropped))
+	}
 	plan := ruleplan.Analyze(rs)
-	a := &Accelerator{mode: opts.Mode, log: opts.Log, root: root, candidates: plan.Candidates, excluded: plan.Excluded}
+	a := &Accelerator{mode: opts.Mode, log: opts.Log, root: root, candidates: plan.Candidates, excluded: plan.Excluded, dropped: dropped}
 	if a.log == nil {
 		a.log = discard{}
 	}
@@ -354,6 +363,30 @@ func (a *Accelerator) generate() string {
 // so that they are the first rules of phase 2.
 func (a *Accelerator) Directives() string { return a.directives }
 
+// Trailer is what goes after every other directive: the removal of the
+// rules whose outcome is the same in every transaction (ruleplan.Constant).
+func (a *Accelerator) Trailer() string {
+	if len(a.dropped) == 0 {
+		return ""
+	}
+	ids := make([]string, len(a.dropped))
+	for i, d := range a.dropped {
+		ids[i] = strconv.Itoa(d.ID)
+	}
+	return "SecRuleRemoveById " + strings.Join(ids, " ") + "\n"
+}
+
+// Dropped lists the rules left out of the rule set, with why.
+func (a *Accelerator) Dropped() []ruleplan.Dropped { return slices.Clone(a.dropped) }
+
+func droppedIDs(dropped []ruleplan.Dropped) map[int]bool {
+	ids := make(map[int]bool, len(dropped))
+	for _, d := range dropped {
+		ids[d.ID] = true
+	}
+	return ids
+}
+
 // Built tells the accelerator its WAF exists: the generated rules have
 // found their handler, which no longer needs to be registered.
 func (a *Accelerator) Built() {
@@ -380,8 +413,8 @@ func (a *Accelerator) Summary() string {
 			covered++
 		}
 	}
-	return fmt.Sprintf("acceleration %s: %d of %d candidate rules covered by %d collectors (%s engine), %d rules kept out, prepared in %s",
-		a.mode, covered, len(a.candidates), len(a.collectors), a.engine.Prefilter.Name(), len(a.excluded), a.buildTime.Round(time.Millisecond))
+	return fmt.Sprintf("acceleration %s: %d rules of constant outcome dropped, %d of %d candidate rules covered by %d collectors (%s engine), %d rules kept out, prepared in %s",
+		a.mode, len(a.dropped), covered, len(a.candidates), len(a.collectors), a.engine.Prefilter.Name(), len(a.excluded), a.buildTime.Round(time.Millisecond))
 }
 
 // Covered lists the ids of the candidate rules the accelerator may remove.

@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corazawaf/coraza/v3/types"
+
+	"github.com/wafsweep/wafsweep/filter/accel"
+	"github.com/wafsweep/wafsweep/filter/accel/ruleplan"
 	"github.com/wafsweep/wafsweep/filter/internal/crscorpus"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
 )
@@ -25,19 +29,52 @@ func accelEngine(t testing.TB, tier, mode string, log Logger, extra ...string) *
 }
 
 // matchedIDs drives one request and returns the ids of the rules that
-// matched, sorted, and the shadow disagreements.
-func matchedIDs(e *Engine, req RequestHead, body []byte) ([]int, int) {
+// matched, sorted, as visibleIDs sees them, and the shadow disagreements.
+func matchedIDs(t testing.TB, e *Engine, req RequestHead, body []byte, as *accel.Accelerator) ([]int, int) {
 	tx := e.newTransaction()
 	drive(tx, req, body)
 	tx.ProcessLogging()
 	disagreements := e.finishTransaction(tx)
-	var ids []int
-	for _, m := range tx.MatchedRules() {
-		ids = append(ids, m.Rule().ID())
-	}
+	ids := visibleIDs(t, tx.MatchedRules(), as)
 	tx.Close()
-	slices.Sort(ids)
 	return ids, disagreements
+}
+
+// visibleIDs returns the ids of the matched rules, sorted, as an engine
+// that dropped the rules acc dropped (ruleplan.Constant) would list them;
+// acc nil takes them all. A dropped gate that only skips is nolog and
+// noauditlog, so it leaves no trace but in Coraza's own list, and is left
+// out; a rule dropped because it never matches or is never reached must
+// not have matched at all.
+func visibleIDs(t testing.TB, matched []types.MatchedRule, acc *accel.Accelerator) []int {
+	t.Helper()
+	dropped := map[int]ruleplan.DropKind{}
+	if acc != nil {
+		for _, d := range acc.Dropped() {
+			dropped[d.ID] = d.Kind
+		}
+	}
+	var ids []int
+	for _, m := range matched {
+		id := m.Rule().ID()
+		kind, ok := dropped[id]
+		if !ok {
+			ids = append(ids, id)
+			continue
+		}
+		quiet, isQuiet := m.(interface {
+			Log() bool
+			Audit() bool
+		})
+		switch {
+		case kind != ruleplan.OnlySkips:
+			t.Errorf("rule %d matched, but was dropped as %s", id, kind)
+		case !isQuiet || quiet.Log() || quiet.Audit():
+			t.Errorf("rule %d was dropped as a gate that only skips, but its match is logged or audited", id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 // accelCorpus is benign traffic (the sweep's shapes) and attacks (every
@@ -106,15 +143,15 @@ func TestAcceleratedMatchesStock(t *testing.T) {
 			shadow := accelEngine(t, tier, "shadow", shadowLog, extra)
 			differ := 0
 			for _, c := range corpus {
-				want, _ := matchedIDs(stock, c.req, c.body)
-				got, _ := matchedIDs(fast, c.req, c.body)
+				want, _ := matchedIDs(t, stock, c.req, c.body, fast.Accelerator())
+				got, _ := matchedIDs(t, fast, c.req, c.body, nil)
 				if !slices.Equal(got, want) {
 					differ++
 					if differ <= 10 {
 						t.Errorf("%s: accelerated matched %v, stock %v", c.name, got, want)
 					}
 				}
-				if _, d := matchedIDs(shadow, c.req, c.body); d != 0 {
+				if _, d := matchedIDs(t, shadow, c.req, c.body, nil); d != 0 {
 					t.Errorf("%s: %d shadow disagreements", c.name, d)
 				}
 			}

@@ -85,8 +85,8 @@ func newEngine(spec engineSpec) (*Engine, error) {
 	var root fs.FS = NewRulesFS()
 	if acc != nil {
 		// The generated rules go first, so that they are the first
-		// rules of phase 2.
-		text = acc.Directives() + text
+		// rules of phase 2; the removals last, after every rule.
+		text = acc.Directives() + text + "\n" + acc.Trailer()
 		root = acc.RootFS()
 	}
 	// Before everything, the accelerator's collectors included: the rules

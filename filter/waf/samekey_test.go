@@ -52,12 +52,12 @@ func TestSameNamedValuesAreEachInspected(t *testing.T) {
 			t.Run(mode+"/"+p.name, func(t *testing.T) {
 				req, body := p.make(attack)
 				r := corpusRequest{p.name, req, body}
-				first := judge(e, r)
+				first := judge(t, e, r, nil)
 				if first.blockedBy == 0 {
 					t.Fatalf("not blocked: %s", first)
 				}
 				for i := range requests {
-					if v := judge(e, r); !v.equal(first) {
+					if v := judge(t, e, r, nil); !v.equal(first) {
 						t.Fatalf("request %d came to another verdict: %s; the first %s", i+1, v, first)
 					}
 				}

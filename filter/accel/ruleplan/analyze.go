@@ -1,5 +1,7 @@
 // Package ruleplan decides which rules of a parsed rule set the
-// accelerator may skip per transaction, and groups them by what they see.
+// accelerator may leave out: for every transaction, the rules whose
+// outcome is the same in all of them (Constant), and per transaction, the
+// candidates (Analyze), grouped by what they see.
 //
 // A candidate is a phase-2 rule whose only work before its first match is
 // one operator the accelerator can decide (see decidable)

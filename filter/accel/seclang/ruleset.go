@@ -20,6 +20,12 @@ type RuleSet struct {
 	TargetsNarrowed map[int]bool
 	// ActionsUpdated holds rules changed by SecRuleUpdateActionById.
 	ActionsUpdated map[int]bool
+	// ResponseBodyAccess is the last SecResponseBodyAccess (Coraza's
+	// default: off).
+	ResponseBodyAccess bool
+	// DefaultActions are the actions of every SecDefaultAction, in order;
+	// Coraza gives them to each rule of their phase.
+	DefaultActions []Action
 	// IgnoresCompilationErrors is set by SecIgnoreRuleCompilationErrors On:
 	// Coraza then drops rules it cannot build, which this package cannot
 	// predict, so the rule list may not be Coraza's.
@@ -92,6 +98,13 @@ func Parse(directives []Directive) (*RuleSet, error) {
 					}
 				}
 			})
+		case "secdefaultaction":
+			var actions []Action
+			if actions, err = ParseActions(maybeRemoveQuotes(d.Args)); err == nil {
+				rs.DefaultActions = append(rs.DefaultActions, actions...)
+			}
+		case "secresponsebodyaccess":
+			rs.ResponseBodyAccess = strings.EqualFold(strings.TrimSpace(d.Args), "on")
 		case "secignorerulecompilationerrors":
 			rs.IgnoresCompilationErrors = strings.EqualFold(strings.TrimSpace(d.Args), "on")
 		}
@@ -119,6 +132,11 @@ func (rs *RuleSet) forIDs(fields []string, f func(lo, hi int)) error {
 		f(a, b)
 	}
 	return nil
+}
+
+// RemoveIDs deletes the rules with these ids, as SecRuleRemoveById would.
+func (rs *RuleSet) RemoveIDs(ids map[int]bool) {
+	rs.remove(func(r *Rule) bool { return r.ID != 0 && ids[r.ID] })
 }
 
 // removeRange deletes like Coraza's DeleteByRange (SecMarkers, id 0, go
