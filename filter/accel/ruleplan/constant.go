@@ -181,7 +181,8 @@ func (w *walker) walkPhase(phase int) {
 			open = nil
 		}
 		removers := w.removersOf(r)
-		sure := len(pending) == 0 && !inSkip && (len(removers) == 0 || (onlySkips(r) && !slices.ContainsFunc(removers, remover.keepsRule)))
+		sure := !inSkip && (len(pending) == 0 || skipsOnlyTo(pending, r)) &&
+			(len(removers) == 0 || (onlySkips(r) && !slices.ContainsFunc(removers, remover.keepsRule)))
 		result, why := w.decide(r)
 		switch {
 		case result == never:
@@ -213,6 +214,23 @@ func (w *walker) walkPhase(phase int) {
 			return
 		}
 	}
+}
+
+// skipsOnlyTo reports whether a gate that only skips lands where every
+// pending skip lands: whether those skips happen or the gate matches, the
+// rules between it and its marker are not evaluated (CRS 950010 skips a
+// compressed response's whole file, to the marker its gates skip to).
+func skipsOnlyTo(pending map[string]bool, r *seclang.Rule) bool {
+	marker, ok := skipAfter(r)
+	if !ok || !onlySkips(r) {
+		return false
+	}
+	for m := range pending {
+		if m != marker {
+			return false
+		}
+	}
+	return true
 }
 
 // skipWindow follows a skip:N that may or may not happen. Coraza counts
