@@ -1,6 +1,9 @@
 // Package accel makes full-CRS inspection cheaper without changing a
-// verdict: per transaction it removes the phase-2 rules that cannot match
-// ("design B" of shared/notes/acceleration.md): @rx rules, and those whose
+// verdict. For every transaction it drops the rules whose outcome is the
+// same in all of them (ruleplan.Constant: paranoia-level gates and what
+// they skip); per transaction it removes the phase-1 and phase-2 rules
+// that cannot match ("design B" of shared/notes/acceleration.md): @rx
+// rules, and those whose
 // operator package operators decides (@pm, @pmFromFile, @detectXSS,
 // @validateByteRange, binary @rx). The latter matter for memory as much as
 // for time: every rule that runs with transformations fills Coraza's
@@ -10,7 +13,7 @@
 // At build time it reads the rule set (seclang), picks the candidate rules
 // (ruleplan), compiles their Go expressions into one prefilter
 // (multimatch) and the other operators into exact matchers (operators).
-// It then puts generated rules at the start of phase 2: collectors, each a
+// It then puts generated rules at the start of phases 1 and 2: collectors, each a
 // multiMatch rule with a transformation chain, which see every value their
 // candidates see and record which candidates match one, then a decider
 // that removes, for this transaction only, each candidate that matched
@@ -75,7 +78,7 @@ func ParseMode(s string) (Mode, error) {
 const FirstRuleID = 1_990_000_000
 
 const (
-	decideRuleID = FirstRuleID + 900
+	decideRuleID = FirstRuleID + 900 // phase 2's; phase 1's is one less
 	checkRuleID  = FirstRuleID + 901
 	lastRuleID   = FirstRuleID + 999
 )
@@ -131,6 +134,7 @@ type Accelerator struct {
 // collector is one generated rule: a transformation chain and the union
 // of its candidates' targets.
 type collector struct {
+	phase           int
 	targets         []string
 	transformations []string // run with multiMatch
 	candidates      []int
@@ -254,11 +258,11 @@ func (a *Accelerator) plan() {
 func (a *Accelerator) collectorFor(c ruleplan.Candidate) int {
 	chain := collectorChain(c)
 	for k, col := range a.collectors {
-		if isPrefix(chain, col.transformations) {
+		if col.phase == c.Phase && isPrefix(chain, col.transformations) {
 			return k
 		}
 	}
-	a.collectors = append(a.collectors, collector{transformations: chain})
+	a.collectors = append(a.collectors, collector{phase: c.Phase, transformations: chain})
 	return len(a.collectors) - 1
 }
 
@@ -342,16 +346,22 @@ func (a *Accelerator) generate() string {
 		return ""
 	}
 	var b strings.Builder
+	phases := map[int]bool{}
 	for i, c := range a.collectors {
-		fmt.Fprintf(&b, "SecRule %s \"@%s %s:%d\" \"id:%d,phase:2,pass,nolog,noauditlog,t:none",
-			strings.Join(c.targets, "|"), plugin.CollectOperator, a.token, i, FirstRuleID+i)
+		phases[c.phase] = true
+		fmt.Fprintf(&b, "SecRule %s \"@%s %s:%d\" \"id:%d,phase:%d,pass,nolog,noauditlog,t:none",
+			strings.Join(c.targets, "|"), plugin.CollectOperator, a.token, i, FirstRuleID+i, c.phase)
 		for _, t := range c.transformations {
 			b.WriteString(",t:" + t)
 		}
 		b.WriteString(",multiMatch\"\n")
 	}
-	fmt.Fprintf(&b, "SecRule REQUEST_METHOD \"@%s %s\" \"id:%d,phase:2,pass,nolog,noauditlog,t:none\"\n",
-		plugin.DecideOperator, a.token, decideRuleID)
+	for phase := 1; phase <= 2; phase++ {
+		if phases[phase] {
+			fmt.Fprintf(&b, "SecRule REQUEST_METHOD \"@%s %s:%d\" \"id:%d,phase:%d,pass,nolog,noauditlog,t:none\"\n",
+				plugin.DecideOperator, a.token, phase, decideRuleID+phase-2, phase)
+		}
+	}
 	if a.mode == Shadow {
 		fmt.Fprintf(&b, "SecRule REQUEST_METHOD \"@%s %s\" \"id:%d,phase:5,pass,nolog,noauditlog,t:none\"\n",
 			plugin.CheckOperator, a.token, checkRuleID)
@@ -360,7 +370,7 @@ func (a *Accelerator) generate() string {
 }
 
 // Directives are the generated rules, to put before every other directive
-// so that they are the first rules of phase 2.
+// so that they are the first rules of phases 1 and 2.
 func (a *Accelerator) Directives() string { return a.directives }
 
 // Trailer is what goes after every other directive: the removal of the

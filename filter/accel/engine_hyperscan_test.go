@@ -3,6 +3,7 @@
 package accel
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -32,5 +33,27 @@ func TestHyperscanEngineFallsBackToPureGo(t *testing.T) {
 	}
 	if !strings.Contains(e.Prefilter.Name(), "falling back from Hyperscan: disabled") || e.Direct[0] == nil {
 		t.Errorf("engine %q: want the pure-Go fall-back, named as such", e.Prefilter.Name())
+	}
+}
+
+// Hyperscan misses the empty line after a value's last newline, which
+// Go's regexp (Coraza) finds: expressions that can match the empty
+// string stay on RE2, and the engine answers as Go does.
+func TestHyperscanEngineLeavesEmptyMatchesToRE2(t *testing.T) {
+	exprs := []string{`(?sm)^$`, `(?sm)^\s*$`}
+	e, err := DefaultEngine(exprs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, expr := range exprs {
+		if e.Direct[i] == nil {
+			t.Fatalf("%s went to Hyperscan", expr)
+		}
+		re := regexp.MustCompile(expr)
+		for _, v := range []string{"x\n", "x\r\n", "\n", "", "x", "\nx", "a\n\nb"} {
+			if got, want := e.Direct[i].MatchString(v), re.MatchString(v); got != want {
+				t.Errorf("%s on %q: %v, Go's regexp %v", expr, v, got, want)
+			}
+		}
 	}
 }

@@ -169,8 +169,8 @@ type remover interface{ RemoveRuleByID(id int) }
 // rangeRemover lists the transaction's ctl:ruleRemoveById ranges.
 type rangeRemover interface{ GetRuleRemoveByIDRanges() [][2]int }
 
-// Decide implements plugin.Handler.
-func (a *Accelerator) Decide(tx plugintypes.TransactionState) {
+// Decide implements plugin.Handler: it decides the candidates of a phase.
+func (a *Accelerator) Decide(tx plugintypes.TransactionState, phase int) {
 	st := a.state(tx)
 	rm, ok := tx.(remover)
 	if !ok {
@@ -189,7 +189,7 @@ func (a *Accelerator) Decide(tx plugintypes.TransactionState) {
 		return
 	}
 	for i, c := range a.candidates {
-		if !a.inForce(i, st.level) {
+		if c.Phase != phase || !a.inForce(i, st.level) {
 			continue
 		}
 		if st.matched.Has(i) {

@@ -34,8 +34,9 @@ type Handler interface {
 	// Collect sees one value of collector rule `collector`, after that
 	// rule's transformations.
 	Collect(tx plugintypes.TransactionState, collector int, value string)
-	// Decide runs once per transaction, after the collector rules.
-	Decide(tx plugintypes.TransactionState)
+	// Decide runs once per transaction and phase, after that phase's
+	// collector rules.
+	Decide(tx plugintypes.TransactionState, phase int)
 	// Check runs once per transaction at the start of the logging phase.
 	Check(tx plugintypes.TransactionState)
 }
@@ -80,8 +81,13 @@ func registerOperators() {
 		return collect{h: h, index: n}, nil
 	})
 	plugins.RegisterOperator(DecideOperator, func(o plugintypes.OperatorOptions) (plugintypes.Operator, error) {
-		h, err := lookup(strings.TrimSpace(o.Arguments))
-		return decide{h}, err
+		token, phase, ok := strings.Cut(strings.TrimSpace(o.Arguments), ":")
+		n, err := strconv.Atoi(phase)
+		if !ok || err != nil || n < 1 || n > 2 {
+			return nil, fmt.Errorf("@%s %q: want TOKEN:PHASE (1 or 2)", DecideOperator, o.Arguments)
+		}
+		h, err := lookup(token)
+		return decide{h: h, phase: n}, err
 	})
 	plugins.RegisterOperator(CheckOperator, func(o plugintypes.OperatorOptions) (plugintypes.Operator, error) {
 		h, err := lookup(strings.TrimSpace(o.Arguments))
@@ -109,10 +115,13 @@ func (c collect) Evaluate(tx plugintypes.TransactionState, value string) bool {
 	return false
 }
 
-type decide struct{ h Handler }
+type decide struct {
+	h     Handler
+	phase int
+}
 
 func (d decide) Evaluate(tx plugintypes.TransactionState, _ string) bool {
-	d.h.Decide(tx)
+	d.h.Decide(tx, d.phase)
 	return false
 }
 

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -10,9 +11,10 @@ import (
 )
 
 type recorder struct {
-	mu               sync.Mutex
-	values           []string
-	decided, checked int
+	mu      sync.Mutex
+	values  []string
+	decided []int // the phase of each Decide
+	checked int
 }
 
 func (r *recorder) Collect(_ plugintypes.TransactionState, c int, v string) {
@@ -20,15 +22,17 @@ func (r *recorder) Collect(_ plugintypes.TransactionState, c int, v string) {
 	defer r.mu.Unlock()
 	r.values = append(r.values, v)
 }
-func (r *recorder) Decide(plugintypes.TransactionState) { r.decided++ }
-func (r *recorder) Check(plugintypes.TransactionState)  { r.checked++ }
+func (r *recorder) Decide(_ plugintypes.TransactionState, phase int) {
+	r.decided = append(r.decided, phase)
+}
+func (r *recorder) Check(plugintypes.TransactionState) { r.checked++ }
 
 func TestOperatorsReachTheirHandlerAndNeverMatch(t *testing.T) {
 	rec := &recorder{}
 	token, release := Register(rec)
 	rules := `SecRuleEngine On
 SecRule ARGS "@accelCollect ` + token + `:0" "id:1,phase:2,deny,log,t:none,t:lowercase"
-SecRule REQUEST_METHOD "@accelDecide ` + token + `" "id:2,phase:2,deny,log"
+SecRule REQUEST_METHOD "@accelDecide ` + token + `:2" "id:2,phase:2,deny,log"
 SecRule REQUEST_METHOD "@accelCheck ` + token + `" "id:3,phase:5,deny,log"`
 	w, err := coraza.NewWAF(coraza.NewWAFConfig().WithDirectives(rules))
 	release()
@@ -47,8 +51,8 @@ SecRule REQUEST_METHOD "@accelCheck ` + token + `" "id:3,phase:5,deny,log"`
 	}
 	tx.Close()
 	got := strings.Join(rec.values, ",")
-	if (got != "one,two" && got != "two,one") || rec.decided != 1 || rec.checked != 1 {
-		t.Errorf("collected %q, decided %d, checked %d", got, rec.decided, rec.checked)
+	if (got != "one,two" && got != "two,one") || !slices.Equal(rec.decided, []int{2}) || rec.checked != 1 {
+		t.Errorf("collected %q, decided in phases %v, checked %d", got, rec.decided, rec.checked)
 	}
 	// After release the token is unknown to new WAFs.
 	if _, err := coraza.NewWAF(coraza.NewWAFConfig().WithDirectives(`SecRule ARGS "@accelCollect ` + token + `:0" "id:1"`)); err == nil {

@@ -3,9 +3,9 @@
 // outcome is the same in all of them (Constant), and per transaction, the
 // candidates (Analyze), grouped by what they see.
 //
-// A candidate is a phase-2 rule whose only work before its first match is
-// one operator the accelerator can decide (see decidable)
-// over request data that no phase-2 rule can change: if the operator cannot
+// A candidate is a phase-1 or phase-2 rule whose only work before its
+// first match is one operator the accelerator can decide (see decidable)
+// over request data that no rule of its phase can change: if the operator cannot
 // match any value the rule sees, the rule cannot match, runs none of its
 // actions, and removing it for that transaction changes nothing, unless
 // removal itself is observable. Coraza does not count removed rules against
@@ -27,6 +27,8 @@ import (
 // Candidate is a rule the accelerator may remove for a transaction.
 type Candidate struct {
 	ID int
+	// Phase is 1 or 2: the phase whose collectors and decider serve it.
+	Phase int
 	// Operator is the operator's name in lower case ("rx", "pm", ...) and
 	// Argument its argument as Coraza receives it.
 	Operator, Argument string
@@ -58,6 +60,18 @@ type Plan struct {
 	Excluded   []Exclusion
 }
 
+// fixedInPhase1 are the collections whose values are settled before the
+// first phase-1 rule runs and that no rule action changes. ARGS is
+// ARGS_GET until the body is read, after phase 1.
+var fixedInPhase1 = map[string]bool{
+	"ARGS": true, "ARGS_NAMES": true, "ARGS_GET": true, "ARGS_GET_NAMES": true,
+	"REQUEST_COOKIES": true, "REQUEST_COOKIES_NAMES": true,
+	"REQUEST_HEADERS": true, "REQUEST_HEADERS_NAMES": true,
+	"REQUEST_URI": true, "REQUEST_URI_RAW": true, "REQUEST_FILENAME": true,
+	"REQUEST_BASENAME": true, "REQUEST_LINE": true, "QUERY_STRING": true,
+	"REQUEST_METHOD": true, "REQUEST_PROTOCOL": true,
+}
+
 // fixedInPhase2 are the collections whose values are settled before the
 // first phase-2 rule runs and that no rule action changes.
 var fixedInPhase2 = map[string]bool{
@@ -86,7 +100,7 @@ func Analyze(rs *seclang.RuleSet) Plan {
 	}
 	inSkipWindow := skipWindows(rs.Rules)
 	for _, r := range rs.Rules {
-		if r.ID == 0 || r.Phase != 2 || r.Operator == nil || !decidable(r.Operator.Name) {
+		if r.ID == 0 || (r.Phase != 1 && r.Phase != 2) || r.Operator == nil || !decidable(r.Operator.Name) {
 			continue
 		}
 		c, reason := candidate(r)
@@ -115,16 +129,20 @@ func candidate(r *seclang.Rule) (Candidate, string) {
 	if !r.HasTNone {
 		return Candidate{}, "no t:none (default transformations would apply)"
 	}
+	fixed := fixedInPhase2
+	if r.Phase == 1 {
+		fixed = fixedInPhase1
+	}
 	for _, v := range r.Variables {
 		switch {
 		case v.Count:
 			return Candidate{}, "counts a collection (&" + v.Name + ")"
-		case !fixedInPhase2[v.Name]:
-			return Candidate{}, "target " + v.Name + " can change during phase 2"
+		case !fixed[v.Name]:
+			return Candidate{}, fmt.Sprintf("target %s can change during phase %d", v.Name, r.Phase)
 		}
 	}
 	c := Candidate{
-		ID: r.ID, Operator: r.Operator.Name, Argument: r.Operator.Argument, Dir: filepath.Dir(r.Directive.File),
+		ID: r.ID, Phase: r.Phase, Operator: r.Operator.Name, Argument: r.Operator.Argument, Dir: filepath.Dir(r.Directive.File),
 		Targets: r.Targets, Transformations: r.Transformations, MultiMatch: r.MultiMatch, Paranoia: paranoia(r.Tags),
 	}
 	if c.Operator != "rx" {

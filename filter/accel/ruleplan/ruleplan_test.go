@@ -41,13 +41,15 @@ SecRuleUpdateActionById 12 "t:urlDecode"
 SecRule ARGS "@pm foo bar" "id:13,phase:2,t:none,t:urlDecodeUni"
 SecRule ARGS "@detectXSS" "id:14,phase:2,t:none"
 SecRule ARGS "!@pmFromFile words.data" "id:15,phase:2,t:none"
+SecRule REQUEST_BODY "@rx union" "id:16,phase:1,t:none"
+SecRule ARGS "@rx union" "id:17,phase:3,t:none"
 `
 	p := analyze(t, text)
 	var ids []int
 	for _, c := range p.Candidates {
 		ids = append(ids, c.ID)
 	}
-	if want := []int{1, 7, 9, 11, 13, 14}; !reflect.DeepEqual(ids, want) {
+	if want := []int{1, 2, 7, 9, 11, 13, 14}; !reflect.DeepEqual(ids, want) {
 		t.Errorf("candidates %v, want %v", ids, want)
 	}
 	byID := map[int]Candidate{}
@@ -59,6 +61,9 @@ SecRule ARGS "!@pmFromFile words.data" "id:15,phase:2,t:none"
 	}
 	if c := byID[7]; c.Operator != "rx" || c.Expr != "" || c.Argument != `\xff\xfe` {
 		t.Errorf("candidate 7, a binary @rx, should keep its argument and have no Go expression: %+v", c)
+	}
+	if byID[2].Phase != 1 || byID[1].Phase != 2 {
+		t.Errorf("phases: candidate 2 %d, candidate 1 %d", byID[2].Phase, byID[1].Phase)
 	}
 	if !byID[9].MultiMatch {
 		t.Errorf("candidate 9 lost multiMatch: %+v", byID[9])
@@ -73,7 +78,7 @@ SecRule ARGS "!@pmFromFile words.data" "id:15,phase:2,t:none"
 	for id, want := range map[int]string{
 		3: "negated operator", 4: "no t:none (default transformations would apply)",
 		5: "target TX can change during phase 2", 6: "counts a collection (&ARGS)",
-		15: "negated operator",
+		15: "negated operator", 16: "target REQUEST_BODY can change during phase 1",
 		10: "targets extended by SecRuleUpdateTarget", 12: "actions changed by SecRuleUpdateActionById",
 	} {
 		if reasons[id] != want {
@@ -99,8 +104,8 @@ SecRule ARGS "@rx e" "id:6,phase:2,t:none"
 	for _, c := range p.Candidates {
 		ids = append(ids, c.ID)
 	}
-	if want := []int{1, 6}; !reflect.DeepEqual(ids, want) {
-		t.Errorf("candidates %v, want %v (4 is skipped by 2, 5 is before the marker)", ids, want)
+	if want := []int{1, 3, 6}; !reflect.DeepEqual(ids, want) {
+		t.Errorf("candidates %v, want %v (4 is skipped by 2, 5 is before the marker; 3 is phase 1's)", ids, want)
 	}
 }
 
