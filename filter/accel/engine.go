@@ -23,10 +23,12 @@ type Engine struct {
 type EngineFactory func(exprs []string) (Engine, error)
 
 // PureGoEngine runs everywhere: the literal prefilter for expressions
-// that need some rare text, and RE2 (go-re2, pure Go) for those that need
-// only a common character or none, which a literal prefilter would pass
-// for nearly every value (CRS's big evasion-tolerant RCE expressions,
-// 932230 and family). Empty expressions are slots it leaves alone.
+// that need some rare text, and for those that need only a common
+// character or none, which a literal prefilter would pass for nearly
+// every value, a matcher per value (exact.NewDirect): RE2 (go-re2, pure
+// Go) for the big ones (CRS's evasion-tolerant RCE expressions, 932230
+// and family), Go's regexp for small ones such as 920290's "^$". Empty
+// expressions are slots it leaves alone.
 func PureGoEngine(exprs []string) (Engine, error) {
 	e := Engine{Direct: make([]exact.Matcher, len(exprs))}
 	prefiltered := make([]string, len(exprs))
@@ -42,7 +44,7 @@ func PureGoEngine(exprs []string) (Engine, error) {
 			prefiltered[i] = expr
 			continue
 		}
-		if e.Direct[i], err = exact.NewRE2(expr); err != nil {
+		if e.Direct[i], err = exact.NewDirect(expr); err != nil {
 			return Engine{}, fmt.Errorf("expression %d: %w", i, err)
 		}
 	}

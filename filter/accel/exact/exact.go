@@ -11,6 +11,7 @@ package exact
 import (
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"sync"
 
 	re2 "github.com/wasilibs/go-re2"
@@ -60,6 +61,28 @@ func NewRE2(expr string) (*RE2, error) {
 // MatchString implements Matcher.
 func (r *RE2) MatchString(value string) bool {
 	return r.re.MatchString(translate.Sanitize(value))
+}
+
+// smallProgram is the size, in instructions of Go's compiled program, up
+// to which Go's regexp beats a call into RE2: a wasm call and a copy of
+// the value cost more than a backtracker over a few dozen instructions.
+const smallProgram = 64
+
+// NewDirect prepares expr to be run on every value: Go's regexp, which is
+// Coraza's own answer, when its program is small; RE2 otherwise.
+func NewDirect(expr string) (Matcher, error) {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return nil, err
+	}
+	prog, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		return nil, err
+	}
+	if len(prog.Inst) <= smallProgram {
+		return NewGo(expr), nil
+	}
+	return NewRE2(expr)
 }
 
 // Confirm answers for a prefilter hit: RE2 when the expression translates,
