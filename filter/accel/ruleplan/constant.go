@@ -60,7 +60,8 @@ type Dropped struct {
 // What it relies on, and why each is safe:
 //   - phase 1 runs to its end before phases 2 to 4, or the transaction was
 //     interrupted and they do not run; phases 2 to 4 may be skipped, so a
-//     value they set is unknown in the phases after. Phase 5 runs even
+//     value they set is unknown in the phases after. An allow action may
+//     end a phase early: no phase after one with such a rule is decided. Phase 5 runs even
 //     after an interruption, with the values of that moment, so nothing
 //     in it is decided.
 //   - a rule a ctl:ruleRemove* of an earlier rule could reach (by id, tag
@@ -81,6 +82,9 @@ func Constant(rs *seclang.RuleSet) []Dropped {
 		if phase >= 2 {
 			w.state.forgetPhase(phase)
 		}
+		// An allow ends its phase early (or the request phases), and the
+		// phases after it start without what the rest would have set.
+		w.stopped = w.stopped || w.mayAllow
 	}
 	return w.drops()
 }
@@ -142,8 +146,10 @@ type walker struct {
 	counted  map[int]bool   // rules a skip:N may count: they stay
 	// bodyUnread: no transaction reads the response body.
 	bodyUnread bool
-	gates      []*gate
-	stopped    bool
+	// mayAllow: a rule of this phase that may match has an allow action.
+	mayAllow bool
+	gates    []*gate
+	stopped  bool
 }
 
 func (w *walker) walkPhase(phase int) {
@@ -183,13 +189,13 @@ func (w *walker) walkPhase(phase int) {
 		removers := w.removersOf(r)
 		sure := !inSkip && (len(pending) == 0 || skipsOnlyTo(pending, r)) &&
 			(len(removers) == 0 || (onlySkips(r) && !slices.ContainsFunc(removers, remover.keepsRule)))
-		result, why := w.decide(r)
+		result, why, matches := w.decide(r)
 		switch {
 		case result == never:
 			w.never[r.ID] = why
 			continue
 		case result == always && sure:
-			if !w.applyAlways(r, phase) {
+			if !w.applyAlways(r, phase, matches) {
 				w.stopped = true
 				return
 			}
@@ -199,6 +205,8 @@ func (w *walker) walkPhase(phase int) {
 			}
 		default:
 			before := len(w.removers)
+			w.mayAllow = w.mayAllow || r.HasAction("allow") ||
+				slices.ContainsFunc(w.rs.UpdatedActions[r.ID], func(a seclang.Action) bool { return a.Name == "allow" })
 			w.applyMaybe(r)
 			if marker, ok := skipAfter(r); ok {
 				pending[marker] = true
@@ -269,42 +277,42 @@ func (sw *skipWindow) passed(r *seclang.Rule, removers []remover) bool {
 }
 
 // decide says whether r matches in every transaction that reaches it, in
-// none, or that it depends.
-func (w *walker) decide(r *seclang.Rule) (outcome, string) {
+// none, or that it depends; when it always matches, on how many values
+// (Coraza runs the non-disruptive actions once for each).
+func (w *walker) decide(r *seclang.Rule) (result outcome, why string, matches int) {
 	if r.ID == 0 || w.rs.ActionsUpdated[r.ID] || w.rs.TargetsAdded[r.ID] || w.rs.TargetsNarrowed[r.ID] {
-		return undecided, ""
+		return undecided, "", 0
 	}
 	if r.Operator == nil {
 		if len(r.Chain) > 0 {
-			return undecided, ""
+			return undecided, "", 0
 		}
-		return always, ""
+		return always, "", 1
 	}
 	values, ok := w.targetValues(r)
 	if !ok {
-		return undecided, ""
+		return undecided, "", 0
 	}
 	argument, ok := w.state.expand(r.Operator.Argument)
 	if !ok {
-		return undecided, ""
+		return undecided, "", 0
 	}
 	match := operatorOn(r.Operator.Name, argument)
 	if match == nil {
-		return undecided, ""
+		return undecided, "", 0
 	}
-	matches := 0
 	for _, v := range values {
 		if match(v) != r.Operator.Negated {
 			matches++
 		}
 	}
 	if matches == 0 {
-		return never, fmt.Sprintf("%s %q is false for %s in every transaction", r.Targets, r.Operator.Argument, strings.Join(quoteAll(values), ", "))
+		return never, fmt.Sprintf("%s %q is false for %s in every transaction", r.Targets, r.Operator.Argument, strings.Join(quoteAll(values), ", ")), 0
 	}
 	if len(r.Chain) > 0 {
-		return undecided, ""
+		return undecided, "", 0
 	}
-	return always, ""
+	return always, "", matches
 }
 
 // targetValues returns what r's targets hand its operator in every
@@ -419,17 +427,13 @@ func operatorOn(name, argument string) func(string) bool {
 // disruptive are the actions that end or change a transaction's course.
 var disruptive = map[string]bool{"deny": true, "drop": true, "block": true, "redirect": true, "allow": true, "proxy": true}
 
-// applyAlways runs the effects of a rule that matches in every
-// transaction that reaches it. It reports false when the walk cannot go
-// on: the rule may interrupt, or relies on a default disruptive action.
-func (w *walker) applyAlways(r *seclang.Rule, phase int) bool {
+// applyAlways runs the effects of a rule that matches `matches` values in
+// every transaction that reaches it. It reports false when the walk
+// cannot go on: the rule may interrupt, or relies on a default disruptive
+// action.
+func (w *walker) applyAlways(r *seclang.Rule, phase, matches int) bool {
 	if !r.HasAction("pass") {
 		return false
-	}
-	matches := 1
-	if r.Operator != nil {
-		values, _ := w.state.values(r.Variables)
-		matches = len(values)
 	}
 	for _, a := range r.Actions {
 		switch {
@@ -451,10 +455,11 @@ func (w *walker) applyAlways(r *seclang.Rule, phase int) bool {
 	return true
 }
 
-// applyMaybe records what a rule that may or may not match could change.
+// applyMaybe records what a rule that may or may not match could change,
+// with the actions SecRuleUpdateActionById gave it.
 func (w *walker) applyMaybe(r *seclang.Rule) {
 	for _, rule := range append([]*seclang.Rule{r}, r.Chain...) {
-		for _, a := range rule.Actions {
+		for _, a := range slices.Concat(rule.Actions, w.rs.UpdatedActions[rule.ID]) {
 			switch a.Name {
 			case "setvar":
 				w.state.forget(a.Value)

@@ -77,6 +77,18 @@ SecRule REQUEST_HEADERS:X "@rx y" "id:2,phase:1,pass,nolog,ctl:ruleRemoveByTag=O
 		{"a ctl may take the gate's target", `SecAction "id:1,phase:1,pass,nolog,setvar:tx.detection_paranoia_level=1"
 SecRule REQUEST_HEADERS:X "@rx y" "id:2,phase:1,pass,nolog,ctl:ruleRemoveTargetByTag=OWASP_CRS;TX:DETECTION_PARANOIA_LEVEL"`,
 			map[int]DropKind{11: NeverMatches, 12: NeverMatches}},
+		{"setvar once per matching value", `SecAction "id:1,phase:1,pass,nolog,setvar:tx.a=1,setvar:tx.b=5"
+SecRule TX:a|TX:b "@lt 3" "id:2,phase:1,pass,nolog,setvar:tx.detection_paranoia_level=+1"`, pl1},
+		{"setvar once per matching value, twice", `SecAction "id:1,phase:1,pass,nolog,setvar:tx.a=1,setvar:tx.b=2"
+SecRule TX:a|TX:b "@lt 3" "id:2,phase:1,pass,nolog,setvar:tx.detection_paranoia_level=+1"`, pl2},
+		{"an allow may end phase 1 before the level is set", `SecRule REMOTE_ADDR "@ipMatch 10.0.0.0/8" "id:1,phase:1,allow,nolog"
+SecAction "id:2,phase:1,pass,nolog,setvar:tx.detection_paranoia_level=1"`,
+			// phase 1 is decided (allow skips its rest, nothing there runs);
+			// phase 2 may start without the level
+			map[int]DropKind{11: NeverMatches, 13: OnlySkips, 201: NeverReached}},
+		{"an updated action sets the level", `SecAction "id:1,phase:1,pass,nolog,setvar:tx.detection_paranoia_level=1"
+SecRule REQUEST_HEADERS:X "@rx y" "id:2,phase:1,pass,nolog"
+SecRuleUpdateActionById 2 "setvar:tx.detection_paranoia_level=2"`, map[int]DropKind{}},
 		{"a default transformation", `SecDefaultAction "phase:1,pass,log,t:length"
 SecAction "id:1,phase:1,pass,nolog,setvar:tx.detection_paranoia_level=1"`, map[int]DropKind{}},
 		{"compilation errors ignored", `SecIgnoreRuleCompilationErrors On
@@ -99,12 +111,15 @@ SecRule RESPONSE_BODY "@rx ^$" "id:3,phase:4,pass,t:none,setvar:tx.empty=1"
 SecRule RESPONSE_BODY "@rx ^$" "id:4,phase:4,pass,t:none,t:base64Encode"
 SecRule RESPONSE_BODY "@pmFromFile words.data" "id:5,phase:4,block,t:none"
 SecRule RESPONSE_BODY|RESPONSE_HEADERS "@rx x" "id:6,phase:4,block,t:none"
+SecRule TX:empty "@eq 1" "id:7,phase:4,pass,nolog,t:none"
+SecRule TX:empty "@eq 0" "id:8,phase:4,pass,nolog,t:none"
 `
 	for _, c := range []struct {
 		name, before string
 		want         map[int]DropKind
 	}{
-		{"access off", "SecResponseBodyAccess Off", map[int]DropKind{1: NeverMatches, 2: NeverMatches}},
+		// 3 always matches the empty body: 7 sees what it set.
+		{"what a rule over the empty body sets", "SecResponseBodyAccess Off", map[int]DropKind{1: NeverMatches, 2: NeverMatches, 8: NeverMatches}},
 		{"access on", "SecResponseBodyAccess On", map[int]DropKind{}},
 		{"a ctl may turn it on", `SecResponseBodyAccess Off
 SecRule REQUEST_HEADERS:X "@rx y" "id:9,phase:1,pass,nolog,ctl:responseBodyAccess=On"`, map[int]DropKind{}},

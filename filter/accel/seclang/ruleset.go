@@ -18,8 +18,10 @@ type RuleSet struct {
 	TargetsAdded map[int]bool
 	// TargetsNarrowed holds rules that only got negated targets added.
 	TargetsNarrowed map[int]bool
-	// ActionsUpdated holds rules changed by SecRuleUpdateActionById.
+	// ActionsUpdated holds rules changed by SecRuleUpdateActionById, and
+	// UpdatedActions the actions each update gave them, in order.
 	ActionsUpdated map[int]bool
+	UpdatedActions map[int][]Action
 	// ResponseBodyAccess is the last SecResponseBodyAccess (Coraza's
 	// default: off).
 	ResponseBodyAccess bool
@@ -34,7 +36,7 @@ type RuleSet struct {
 
 // Parse applies the directives in order.
 func Parse(directives []Directive) (*RuleSet, error) {
-	rs := &RuleSet{TargetsAdded: map[int]bool{}, TargetsNarrowed: map[int]bool{}, ActionsUpdated: map[int]bool{}}
+	rs := &RuleSet{TargetsAdded: map[int]bool{}, TargetsNarrowed: map[int]bool{}, ActionsUpdated: map[int]bool{}, UpdatedActions: map[int][]Action{}}
 	var chainParent *Rule
 	for _, d := range directives {
 		var err error
@@ -91,10 +93,15 @@ func Parse(directives []Directive) (*RuleSet, error) {
 			if len(fields) < 2 {
 				return nil, fmt.Errorf("%s:%d: %w: SecRuleUpdateActionById needs ids and actions", d.File, d.Line, errSyntax)
 			}
+			var actions []Action
+			if actions, err = ParseActions(maybeRemoveQuotes(fields[len(fields)-1])); err != nil {
+				break
+			}
 			err = rs.forIDs(fields[:len(fields)-1], func(lo, hi int) {
 				for _, r := range rs.Rules {
 					if r.ID >= lo && r.ID <= hi && r.ID != 0 {
 						rs.ActionsUpdated[r.ID] = true
+						rs.UpdatedActions[r.ID] = append(rs.UpdatedActions[r.ID], actions...)
 					}
 				}
 			})
