@@ -54,16 +54,18 @@ type Dropped struct {
 // that do nothing, and rules that run without ever being reached.
 //
 // The analysis walks phases 1 to 4 in order with the TX values known to
-// hold in every transaction. It decides only rules over TX values with
-// numeric operators; every other rule that can set a TX value makes that
-// value unknown (one whose key is built at run time: every key it could name).
-// What it relies on, and why each is safe:
+// hold in every transaction. It decides only rules over known TX values
+// (numeric and string operators, no transformation) and over the response
+// body of a rule set that never reads it (one empty value). Every other
+// rule that can set a TX value makes that value unknown (one whose key is
+// built at run time: every key it could name). What it relies on, and why
+// each is safe:
 //   - phase 1 runs to its end before phases 2 to 4, or the transaction was
 //     interrupted and they do not run; phases 2 to 4 may be skipped, so a
 //     value they set is unknown in the phases after. An allow action may
-//     end a phase early: no phase after one with such a rule is decided. Phase 5 runs even
-//     after an interruption, with the values of that moment, so nothing
-//     in it is decided.
+//     end a phase early: no phase after one with such a rule is decided.
+//     Phase 5 runs even after an interruption, with the values of that
+//     moment, so nothing in it is decided.
 //   - a rule a ctl:ruleRemove* of an earlier rule could reach (by id, tag
 //     or message) is not known to run, unless it only skips and the ctl
 //     would remove all it skips with it (CRS 905100 removes every
