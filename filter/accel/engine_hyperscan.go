@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/wafsweep/wafsweep/filter/accel/hyperscan"
-	"github.com/wafsweep/wafsweep/filter/accel/literals"
 	"github.com/wafsweep/wafsweep/filter/accel/multimatch"
 	"github.com/wafsweep/wafsweep/filter/accel/translate"
 )
@@ -30,7 +29,7 @@ func DefaultEngine(exprs []string) (Engine, error) {
 	}
 	skip := make([]bool, len(exprs))
 	for i := range exprs {
-		skip[i] = e.Direct[i] == nil || matchesEmpty(exprs[i])
+		skip[i] = e.Direct[i] == nil
 	}
 	db, err := hyperscan.Compile(exprs, hyperscan.Options{NoPrefilterMode: true, Skip: skip})
 	if err != nil {
@@ -54,15 +53,6 @@ func DefaultEngine(exprs []string) (Engine, error) {
 	e.Prefilter = &hyperscanPrefilter{db: db, rest: e.Prefilter, n: len(exprs),
 		name: fmt.Sprintf("literal + hyperscan %s for %d expressions (database %s) + RE2", hyperscan.Version(), taken, source)}
 	return e, nil
-}
-
-// matchesEmpty reports whether expr can match the empty string. Hyperscan
-// does not report every empty match Go's regexp finds: "(?sm)^$" on "x\n"
-// (the empty line after the last newline, which CRS 920290 and 920310
-// look for in headers) is missed. Such expressions stay on RE2.
-func matchesEmpty(expr string) bool {
-	n, err := literals.MinLen(expr)
-	return err != nil || n == 0
 }
 
 type hyperscanPrefilter struct {

@@ -209,3 +209,18 @@ func TestConcurrentScansKeepTheirScratchSpaces(t *testing.T) {
 		t.Errorf("made %d scratch spaces for 8 goroutines and kept %d, want 1-8, all kept", made, kept)
 	}
 }
+
+// Hyperscan misses the empty line after a value's last newline, which
+// Go's regexp finds ("(?sm)^$" on "x\n"): expressions that can match the
+// empty string are left to the caller.
+func TestExpressionsThatMatchEmptyAreLeftOut(t *testing.T) {
+	db, err := Compile([]string{`(?sm)^$`, `(?sm)^\s*$`, `(?sm)a+`}, Options{NoPrefilterMode: true, CacheDir: "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{false, false, true} {
+		if db.Covered(i) != want {
+			t.Errorf("expression %d covered %v, want %v", i, db.Covered(i), want)
+		}
+	}
+}
