@@ -250,6 +250,14 @@ func (a *Accelerator) Check(tx plugintypes.TransactionState) {
 	}
 }
 
+// Tracked counts the transactions the accelerator holds state for: those
+// between a phase's first generated rule and its decision, or Finish.
+func (a *Accelerator) Tracked() int {
+	n := 0
+	a.states.Range(func(any, any) bool { n++; return true })
+	return n
+}
+
 // forget drops a transaction's state.
 func (a *Accelerator) forget(tx any, st *txState) {
 	a.states.Delete(tx)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corazawaf/coraza/v3/experimental/plugins/plugintypes"
 	"github.com/corazawaf/coraza/v3/types"
 
 	"github.com/wafsweep/wafsweep/filter/accel"
@@ -208,6 +209,31 @@ func TestAcceleratedStreamBlocksLikeStock(t *testing.T) {
 	}
 	if o := s.Complete(); o.AccelDisagreements != 0 {
 		t.Errorf("disagreements in prefilter mode: %d", o.AccelDisagreements)
+	}
+}
+
+// A stream broken off between a phase's collectors and its decider (Release,
+// after a panic) must not leave the accelerator's state to the next user of
+// Coraza's pooled transaction.
+func TestReleaseDropsTheAcceleratorsState(t *testing.T) {
+	cfg := tierConfig(t, "full-crs")
+	cfg.Acceleration = "prefilter"
+	e, err := NewEngine(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewStream(&cfg, e, nil)
+	s.OnRequestHeaders(post("/api", "application/json", 100)) // the body is to come
+	// What a phase-2 collector does before its decider runs.
+	e.Accelerator().Collect(s.tx.(plugintypes.TransactionState), 0, "value")
+	if n := e.Accelerator().Tracked(); n != 1 {
+		t.Fatalf("%d transactions tracked mid-phase, want 1", n)
+	}
+	if err := s.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.Accelerator().Tracked(); n != 0 {
+		t.Errorf("%d transactions tracked after Release, want 0", n)
 	}
 }
 

@@ -455,6 +455,10 @@ func (s *Stream) Release() error {
 		return nil
 	}
 	s.tx = nil
+	// The accelerator keeps state per transaction until its last decision
+	// or Finish: a transaction broken off in between must not leave it to
+	// the next user of Coraza's pooled transaction.
+	s.engine.finishTransaction(tx)
 	if err := tx.Close(); err != nil {
 		return fmt.Errorf("closing transaction %s: %w", tx.ID(), err)
 	}
