@@ -93,7 +93,7 @@ func serveAll(ctx context.Context, listeners []listener, statsAddr string, stdou
 	if err == nil && statsAddr != "" {
 		var ln net.Listener
 		if ln, err = net.Listen("tcp", statsAddr); err == nil {
-			statsServer = &http.Server{Handler: statsHandler(total), ReadHeaderTimeout: 10 * time.Second}
+			statsServer = &http.Server{Handler: StatsHandler(total), ReadHeaderTimeout: 10 * time.Second}
 			go statsServer.Serve(ln)
 			fmt.Fprintf(stdout, "stats on %s\n", ln.Addr())
 		} else {

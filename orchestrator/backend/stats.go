@@ -24,8 +24,8 @@ func (s Stats) Since(earlier Stats) Stats {
 	return Stats{Requests: s.Requests - earlier.Requests, BodyBytes: s.BodyBytes - earlier.BodyBytes, Attacks: s.Attacks - earlier.Attacks}
 }
 
-// statsHandler answers StatsPath with stats().
-func statsHandler(stats func() Stats) http.Handler {
+// StatsHandler answers StatsPath with stats(), as --stats-listen does.
+func StatsHandler(stats func() Stats) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+StatsPath, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -110,7 +110,7 @@ func Analyze(rs *seclang.RuleSet) Plan {
 			reason = "inside a skip window"
 		case rs.TargetsAdded[r.ID]:
 			reason = "targets extended by SecRuleUpdateTarget"
-		case rs.ActionsUpdated[r.ID]:
+		case rs.ActionsUpdated(r.ID):
 			reason = "actions changed by SecRuleUpdateActionById"
 		}
 		if reason != "" {
@@ -148,16 +148,26 @@ func candidate(r *seclang.Rule) (Candidate, string) {
 	if c.Operator != "rx" {
 		return c, ""
 	}
-	expr := "(?sm)" + c.Argument
-	if MatchesArbitraryBytes(expr) {
-		// Coraza compiles these with binaryregexp, from the argument alone.
-		return c, ""
-	}
-	if _, err := regexp.Compile(expr); err != nil {
+	re, err := goRegexp(c.Argument)
+	if err != nil {
 		return Candidate{}, fmt.Sprintf("pattern does not compile: %v", err)
 	}
-	c.Expr = expr
+	if re != nil {
+		c.Expr = re.String()
+	}
 	return c, ""
+}
+
+// goRegexp compiles an @rx argument as Coraza does when it uses Go's
+// regexp: "(?sm)" + argument. It returns nil, and no error, for the
+// expressions Coraza compiles with binaryregexp from the argument alone
+// (MatchesArbitraryBytes).
+func goRegexp(argument string) (*regexp.Regexp, error) {
+	expr := "(?sm)" + argument
+	if MatchesArbitraryBytes(expr) {
+		return nil, nil
+	}
+	return regexp.Compile(expr)
 }
 
 // decidable reports whether the accelerator computes the operator's answer

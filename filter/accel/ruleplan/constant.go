@@ -2,7 +2,6 @@ package ruleplan
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -162,10 +161,11 @@ func (w *walker) walkPhase(phase int) {
 		if r.Marker == "" && r.Phase != phase {
 			continue
 		}
+		removers := w.removersOf(r)
 		inSkip := skip != nil
 		if inSkip {
 			w.counted[r.ID] = true
-			if skip.passed(r, w.removersOf(r)) {
+			if skip.passed(r, removers) {
 				skip = nil
 			}
 		}
@@ -188,7 +188,6 @@ func (w *walker) walkPhase(phase int) {
 			pending[open.marker] = true
 			open = nil
 		}
-		removers := w.removersOf(r)
 		sure := !inSkip && (len(pending) == 0 || skipsOnlyTo(pending, r)) &&
 			(len(removers) == 0 || (onlySkips(r) && !slices.ContainsFunc(removers, remover.keepsRule)))
 		result, why, matches := w.decide(r)
@@ -282,7 +281,7 @@ func (sw *skipWindow) passed(r *seclang.Rule, removers []remover) bool {
 // none, or that it depends; when it always matches, on how many values
 // (Coraza runs the non-disruptive actions once for each).
 func (w *walker) decide(r *seclang.Rule) (result outcome, why string, matches int) {
-	if r.ID == 0 || w.rs.ActionsUpdated[r.ID] || w.rs.TargetsAdded[r.ID] || w.rs.TargetsNarrowed[r.ID] {
+	if r.ID == 0 || w.rs.ActionsUpdated(r.ID) || w.rs.TargetsAdded[r.ID] || w.rs.TargetsNarrowed[r.ID] {
 		return undecided, "", 0
 	}
 	if r.Operator == nil {
@@ -413,12 +412,8 @@ func operatorOn(name, argument string) func(string) bool {
 	case "endswith":
 		return func(v string) bool { return strings.HasSuffix(v, argument) }
 	case "rx":
-		expr := "(?sm)" + argument
-		if MatchesArbitraryBytes(expr) {
-			return nil
-		}
-		re, err := regexp.Compile(expr)
-		if err != nil {
+		re, err := goRegexp(argument)
+		if err != nil || re == nil {
 			return nil
 		}
 		return re.MatchString

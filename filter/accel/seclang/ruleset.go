@@ -18,9 +18,8 @@ type RuleSet struct {
 	TargetsAdded map[int]bool
 	// TargetsNarrowed holds rules that only got negated targets added.
 	TargetsNarrowed map[int]bool
-	// ActionsUpdated holds rules changed by SecRuleUpdateActionById, and
-	// UpdatedActions the actions each update gave them, in order.
-	ActionsUpdated map[int]bool
+	// UpdatedActions holds, for each rule SecRuleUpdateActionById changed,
+	// the actions the updates gave it, in order.
 	UpdatedActions map[int][]Action
 	// ResponseBodyAccess is the last SecResponseBodyAccess (Coraza's
 	// default: off).
@@ -36,7 +35,7 @@ type RuleSet struct {
 
 // Parse applies the directives in order.
 func Parse(directives []Directive) (*RuleSet, error) {
-	rs := &RuleSet{TargetsAdded: map[int]bool{}, TargetsNarrowed: map[int]bool{}, ActionsUpdated: map[int]bool{}, UpdatedActions: map[int][]Action{}}
+	rs := &RuleSet{TargetsAdded: map[int]bool{}, TargetsNarrowed: map[int]bool{}, UpdatedActions: map[int][]Action{}}
 	var chainParent *Rule
 	for _, d := range directives {
 		var err error
@@ -100,7 +99,6 @@ func Parse(directives []Directive) (*RuleSet, error) {
 			err = rs.forIDs(fields[:len(fields)-1], func(lo, hi int) {
 				for _, r := range rs.Rules {
 					if r.ID >= lo && r.ID <= hi && r.ID != 0 {
-						rs.ActionsUpdated[r.ID] = true
 						rs.UpdatedActions[r.ID] = append(rs.UpdatedActions[r.ID], actions...)
 					}
 				}
@@ -139,6 +137,12 @@ func (rs *RuleSet) forIDs(fields []string, f func(lo, hi int)) error {
 		f(a, b)
 	}
 	return nil
+}
+
+// ActionsUpdated reports whether SecRuleUpdateActionById changed rule id.
+func (rs *RuleSet) ActionsUpdated(id int) bool {
+	_, ok := rs.UpdatedActions[id]
+	return ok
 }
 
 // RemoveIDs deletes the rules with these ids, as SecRuleRemoveById would.

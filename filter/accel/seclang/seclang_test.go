@@ -145,7 +145,7 @@ SecRuleUpdateActionById 6 "t:lowercase"
 	if len(rs.Rules[0].Chain) != 1 || rs.Rules[0].Chain[0].Operator.Argument != "b" {
 		t.Errorf("chain of rule 1: %+v", rs.Rules[0].Chain)
 	}
-	if !rs.TargetsNarrowed[4] || rs.TargetsAdded[4] || !rs.TargetsAdded[5] || !rs.ActionsUpdated[6] {
-		t.Errorf("updates: narrowed %v added %v actions %v", rs.TargetsNarrowed, rs.TargetsAdded, rs.ActionsUpdated)
+	if !rs.TargetsNarrowed[4] || rs.TargetsAdded[4] || !rs.TargetsAdded[5] || !rs.ActionsUpdated(6) {
+		t.Errorf("updates: narrowed %v added %v actions %v", rs.TargetsNarrowed, rs.TargetsAdded, rs.UpdatedActions)
 	}
 }

@@ -395,14 +395,7 @@ func BackendStandIn() http.Handler {
 // load generator stand-in completed reached it, none of them marked (the
 // proxy stand-in answers the attacks itself).
 func BackendStatsStandIn(completed func() int64) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != backend.StatsPath {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(backend.Stats{Requests: completed()})
-	})
+	return backend.StatsHandler(func() backend.Stats { return backend.Stats{Requests: completed()} })
 }
 
 // FakeCluster is a control plane with kwok nodes modelling the two pools
