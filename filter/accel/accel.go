@@ -121,6 +121,7 @@ type Accelerator struct {
 	unregister  func()
 	excluded    []ruleplan.Exclusion
 	dropped     []ruleplan.Dropped // left out of the rule set at load
+	markersOut  int                // markers left out of the rule files (lineEraser)
 	buildTime   time.Duration
 	// observe, when set, sees every value a collector receives: the
 	// differential tests compare those values with what Coraza's own
@@ -150,7 +151,8 @@ func New(opts Options) (*Accelerator, error) {
 	if opts.Mode == Off || opts.Mode == "" {
 		return nil, errors.New("accel.New with mode off: build the WAF without an accelerator")
 	}
-	root := plugin.CompactPhrases(opts.Root)
+	eraser := &lineEraser{FS: opts.Root}
+	root := plugin.CompactPhrases(eraser)
 	directives, err := seclang.Read(root, opts.Directives)
 	if err != nil {
 		return nil, fmt.Errorf("reading the rule set for acceleration: %w", err)
@@ -160,14 +162,19 @@ func New(opts Options) (*Accelerator, error) {
 		return nil, fmt.Errorf("analysing the rule set for acceleration: %w", err)
 	}
 	var dropped []ruleplan.Dropped
+	var markers []*seclang.Rule
 	if opts.Mode == Prefilter {
 		// Shadow mode checks removals against the whole rule set, so it
 		// keeps every rule.
 		dropped = ruleplan.Constant(rs)
 		rs.RemoveIDs(droppedIDs(dropped))
+		markers = fileMarkers(ruleplan.UnusedMarkers(rs))
+		eraser.erase = ruleplan.MarkerLines(markers)
 	}
+	// Analyze sees the markers left out too: no skip:N may count them,
+	// and its skip windows, which run to a marker, stay as wide.
 	plan := ruleplan.Analyze(rs)
-	a := &Accelerator{mode: opts.Mode, log: opts.Log, root: root, candidates: plan.Candidates, excluded: plan.Excluded, dropped: dropped}
+	a := &Accelerator{mode: opts.Mode, log: opts.Log, root: root, candidates: plan.Candidates, excluded: plan.Excluded, dropped: dropped, markersOut: len(markers)}
 	if a.log == nil {
 		a.log = discard{}
 	}
@@ -389,6 +396,15 @@ func (a *Accelerator) Trailer() string {
 // Dropped lists the rules left out of the rule set, with why.
 func (a *Accelerator) Dropped() []ruleplan.Dropped { return slices.Clone(a.dropped) }
 
+// MarkersLeftOut counts the markers the WAF's rule files are read without.
+func (a *Accelerator) MarkersLeftOut() int { return a.markersOut }
+
+// fileMarkers keeps the markers read from a rule file: only a file's lines
+// can be left out, the directives text reaches Coraza as it is.
+func fileMarkers(markers []*seclang.Rule) []*seclang.Rule {
+	return slices.DeleteFunc(markers, func(m *seclang.Rule) bool { return m.Directive.File == seclang.InlineFile })
+}
+
 func droppedIDs(dropped []ruleplan.Dropped) map[int]bool {
 	ids := make(map[int]bool, len(dropped))
 	for _, d := range dropped {
@@ -423,8 +439,8 @@ func (a *Accelerator) Summary() string {
 			covered++
 		}
 	}
-	return fmt.Sprintf("acceleration %s: %d rules of constant outcome dropped, %d of %d candidate rules covered by %d collectors (%s engine), %d rules kept out, prepared in %s",
-		a.mode, len(a.dropped), covered, len(a.candidates), len(a.collectors), a.engine.Prefilter.Name(), len(a.excluded), a.buildTime.Round(time.Millisecond))
+	return fmt.Sprintf("acceleration %s: %d rules of constant outcome dropped, %d unreachable markers left out, %d of %d candidate rules covered by %d collectors (%s engine), %d rules kept out, prepared in %s",
+		a.mode, len(a.dropped), a.markersOut, covered, len(a.candidates), len(a.collectors), a.engine.Prefilter.Name(), len(a.excluded), a.buildTime.Round(time.Millisecond))
 }
 
 // Covered lists the ids of the candidate rules the accelerator may remove.

@@ -78,18 +78,36 @@ func shapeRequest(shape plan.Shape) RequestHead {
 // drive runs a request through a transaction the way any Coraza connector
 // must, without our glue.
 func drive(tx types.Transaction, req RequestHead, body []byte) {
+	driveWith(tx, req, body, plainResponse)
+}
+
+// response is what the upstream answers a driven request with.
+type response struct {
+	status  int
+	headers []Header
+}
+
+var plainResponse = response{200, []Header{{"content-type", "text/plain"}}}
+
+// driveWith is drive with a given response; a request without Authority
+// has no Host header.
+func driveWith(tx types.Transaction, req RequestHead, body []byte, resp response) {
 	tx.ProcessConnection(req.Conn.ClientIP, req.Conn.ClientPort, req.Conn.ServerIP, req.Conn.ServerPort)
 	tx.ProcessURI(req.Path, req.Method, "HTTP/1.1")
 	for _, h := range req.Headers {
 		tx.AddRequestHeader(h.Name, h.Value)
 	}
-	tx.AddRequestHeader("Host", req.Authority)
+	if req.Authority != "" {
+		tx.AddRequestHeader("Host", req.Authority)
+	}
 	tx.ProcessRequestHeaders()
 	for off := 0; off < len(body); off += benchFrame {
 		tx.WriteRequestBody(body[off:min(off+benchFrame, len(body))])
 	}
 	tx.ProcessRequestBody()
-	tx.AddResponseHeader("content-type", "text/plain")
-	tx.ProcessResponseHeaders(200, "HTTP/1.1")
+	for _, h := range resp.headers {
+		tx.AddResponseHeader(h.Name, h.Value)
+	}
+	tx.ProcessResponseHeaders(resp.status, "HTTP/1.1")
 	tx.ProcessResponseBody()
 }

@@ -22,7 +22,15 @@ const (
 	// and does nothing but skip (nolog, no variable set), dropped together
 	// with everything it skips.
 	OnlySkips
+	// SkipsOnlyDropped: a rule that only skips (nolog, no variable set)
+	// over rules that are all dropped.
+	SkipsOnlyDropped
 )
+
+// Quiet reports whether a rule dropped for this reason may match in the
+// whole rule set: it does, with neither log nor audit entry, and to no
+// effect on the transaction.
+func (k DropKind) Quiet() bool { return k == OnlySkips || k == SkipsOnlyDropped }
 
 func (k DropKind) String() string {
 	switch k {
@@ -32,6 +40,8 @@ func (k DropKind) String() string {
 		return "never reached"
 	case OnlySkips:
 		return "only skips"
+	case SkipsOnlyDropped:
+		return "skips only dropped rules"
 	}
 	return fmt.Sprintf("DropKind(%d)", int(k))
 }
@@ -87,7 +97,8 @@ func Constant(rs *seclang.RuleSet) []Dropped {
 		// phases after it start without what the rest would have set.
 		w.stopped = w.stopped || w.mayAllow
 	}
-	return w.drops()
+	drops := w.drops()
+	return sortedDrops(append(drops, idleSkips(rs, drops)...))
 }
 
 // plainDefaults reports whether SecDefaultAction gives rules nothing the
@@ -299,6 +310,9 @@ func (w *walker) decide(r *seclang.Rule) (result outcome, why string, matches in
 		return undecided, "", 0
 	}
 	match := operatorOn(r.Operator.Name, argument)
+	if match == nil && !slices.ContainsFunc(values, func(v string) bool { return v != "" }) && noPhraseEmpty(r.Operator.Name, argument) {
+		match = func(string) bool { return false }
+	}
 	if match == nil {
 		return undecided, "", 0
 	}
@@ -421,6 +435,20 @@ func operatorOn(name, argument string) func(string) bool {
 	return nil
 }
 
+// noPhraseEmpty reports whether a phrase operator matches no empty value:
+// Coraza's @pm finds nothing in a value shorter than its shortest phrase,
+// @pmFromFile drops empty lines, and @pm's phrases are its argument split
+// at each space.
+func noPhraseEmpty(name, argument string) bool {
+	switch name {
+	case "pmfromfile", "pmf":
+		return true
+	case "pm":
+		return argument != "" && !slices.Contains(strings.Split(argument, " "), "")
+	}
+	return false
+}
+
 // disruptive are the actions that end or change a transaction's course.
 var disruptive = map[string]bool{"deny": true, "drop": true, "block": true, "redirect": true, "allow": true, "proxy": true}
 
@@ -502,8 +530,12 @@ func (w *walker) drops() []Dropped {
 			out = append(out, Dropped{ID: g.rule.ID, Kind: OnlySkips, Reason: "always skips to " + g.marker + ", and does nothing else"})
 		}
 	}
-	slices.SortFunc(out, func(a, b Dropped) int { return a.ID - b.ID })
-	return slices.CompactFunc(out, func(a, b Dropped) bool { return a.ID == b.ID })
+	return sortedDrops(out)
+}
+
+func sortedDrops(drops []Dropped) []Dropped {
+	slices.SortFunc(drops, func(a, b Dropped) int { return a.ID - b.ID })
+	return slices.CompactFunc(drops, func(a, b Dropped) bool { return a.ID == b.ID })
 }
 
 // quietActions are the actions a gate may have and still leave no trace

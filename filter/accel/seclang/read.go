@@ -22,17 +22,22 @@ type Directive struct {
 	Name string
 	// Args is everything after the name, as Coraza passes it on.
 	Args string
-	// File and Line say where the directive ends, for messages.
-	File string
-	Line int
+	// File and Line say where the directive ends, for messages; FirstLine
+	// where it starts (a trailing backslash continues it on the next line).
+	File      string
+	Line      int
+	FirstLine int
 }
+
+// InlineFile is the File of the directives in Read's text itself.
+const InlineFile = "_inline_"
 
 // Read returns the directives of text in evaluation order, with Include
 // directives replaced by the directives of the files they name (resolved
 // against root, as Coraza resolves them against its root filesystem).
 func Read(root fs.FS, text string) ([]Directive, error) {
 	r := &reader{root: root, dir: "."}
-	if err := r.parse("_inline_", text); err != nil {
+	if err := r.parse(InlineFile, text); err != nil {
 		return nil, err
 	}
 	return r.out, nil
@@ -53,12 +58,15 @@ func (r *reader) parse(file, data string) error {
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	var buf strings.Builder
 	inBackticks := false
-	line := 0
+	line, first := 0, 0
 	for sc.Scan() {
 		line++
 		l := strings.TrimSpace(sc.Text())
 		if l == "" || l[0] == '#' {
 			continue
+		}
+		if buf.Len() == 0 {
+			first = line
 		}
 		if !inBackticks && l[len(l)-1] == '`' {
 			inBackticks = true
@@ -75,7 +83,7 @@ func (r *reader) parse(file, data string) error {
 			continue
 		}
 		buf.WriteString(l)
-		if err := r.directive(file, line, buf.String()); err != nil {
+		if err := r.directive(file, first, line, buf.String()); err != nil {
 			return err
 		}
 		buf.Reset()
@@ -89,14 +97,14 @@ func (r *reader) parse(file, data string) error {
 	return nil
 }
 
-func (r *reader) directive(file string, line int, l string) error {
+func (r *reader) directive(file string, first, line int, l string) error {
 	name, args, _ := strings.Cut(l, " ")
 	name = strings.ToLower(name)
 	if len(args) >= 3 && args[0] == '"' && args[len(args)-1] == '"' {
 		args = strings.Trim(args, `"`)
 	}
 	if name != "include" {
-		r.out = append(r.out, Directive{Name: name, Args: args, File: file, Line: line})
+		r.out = append(r.out, Directive{Name: name, Args: args, File: file, Line: line, FirstLine: first})
 		return nil
 	}
 	if r.includes >= maxIncludes {

@@ -35,6 +35,13 @@ func TestReadFollowsCorazasLineRules(t *testing.T) {
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("directives\n got %q\nwant %q", names, want)
 	}
+	// Where each starts and ends: the continued rule spans lines 3 to 5.
+	wantLines := [][2]int{{2, 2}, {3, 5}, {1, 1}, {2, 2}, {1, 1}}
+	for i, d := range got {
+		if i < len(wantLines) && (d.FirstLine != wantLines[i][0] || d.Line != wantLines[i][1]) {
+			t.Errorf("%s: lines %d-%d, want %d-%d", d.Name, d.FirstLine, d.Line, wantLines[i][0], wantLines[i][1])
+		}
+	}
 }
 
 func TestReadRejectsMissingInclude(t *testing.T) {
