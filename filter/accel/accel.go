@@ -121,7 +121,8 @@ type Accelerator struct {
 	unregister  func()
 	excluded    []ruleplan.Exclusion
 	dropped     []ruleplan.Dropped // left out of the rule set at load
-	markersOut  int                // markers left out of the rule files (lineEraser)
+	markersOut  int                // markers left out of the rule files (ruleEditor)
+	folds       int                // runs of constant settings made one SecAction
 	buildTime   time.Duration
 	// observe, when set, sees every value a collector receives: the
 	// differential tests compare those values with what Coraza's own
@@ -151,8 +152,8 @@ func New(opts Options) (*Accelerator, error) {
 	if opts.Mode == Off || opts.Mode == "" {
 		return nil, errors.New("accel.New with mode off: build the WAF without an accelerator")
 	}
-	eraser := &lineEraser{FS: opts.Root}
-	root := plugin.CompactPhrases(eraser)
+	editor := &ruleEditor{FS: opts.Root}
+	root := plugin.CompactPhrases(editor)
 	directives, err := seclang.Read(root, opts.Directives)
 	if err != nil {
 		return nil, fmt.Errorf("reading the rule set for acceleration: %w", err)
@@ -163,18 +164,21 @@ func New(opts Options) (*Accelerator, error) {
 	}
 	var dropped []ruleplan.Dropped
 	var markers []*seclang.Rule
+	folds := 0
 	if opts.Mode == Prefilter {
 		// Shadow mode checks removals against the whole rule set, so it
 		// keeps every rule.
-		dropped = ruleplan.Constant(rs)
+		constants := ruleplan.Constant(rs)
+		dropped = constants.Dropped
 		rs.RemoveIDs(droppedIDs(dropped))
 		markers = fileMarkers(ruleplan.UnusedMarkers(rs))
-		eraser.erase = ruleplan.MarkerLines(markers)
+		editor.plan(markers, constants.Folds)
+		folds = len(constants.Folds)
 	}
 	// Analyze sees the markers left out too: no skip:N may count them,
 	// and its skip windows, which run to a marker, stay as wide.
 	plan := ruleplan.Analyze(rs)
-	a := &Accelerator{mode: opts.Mode, log: opts.Log, root: root, candidates: plan.Candidates, excluded: plan.Excluded, dropped: dropped, markersOut: len(markers)}
+	a := &Accelerator{mode: opts.Mode, log: opts.Log, root: root, candidates: plan.Candidates, excluded: plan.Excluded, dropped: dropped, markersOut: len(markers), folds: folds}
 	if a.log == nil {
 		a.log = discard{}
 	}
@@ -396,6 +400,16 @@ func (a *Accelerator) Trailer() string {
 // Dropped lists the rules left out of the rule set, with why.
 func (a *Accelerator) Dropped() []ruleplan.Dropped { return slices.Clone(a.dropped) }
 
+func (a *Accelerator) foldedRules() int {
+	n := 0
+	for _, d := range a.dropped {
+		if d.Kind == ruleplan.Folded {
+			n++
+		}
+	}
+	return n
+}
+
 // MarkersLeftOut counts the markers the WAF's rule files are read without.
 func (a *Accelerator) MarkersLeftOut() int { return a.markersOut }
 
@@ -439,8 +453,8 @@ func (a *Accelerator) Summary() string {
 			covered++
 		}
 	}
-	return fmt.Sprintf("acceleration %s: %d rules of constant outcome dropped, %d unreachable markers left out, %d of %d candidate rules covered by %d collectors (%s engine), %d rules kept out, prepared in %s",
-		a.mode, len(a.dropped), a.markersOut, covered, len(a.candidates), len(a.collectors), a.engine.Prefilter.Name(), len(a.excluded), a.buildTime.Round(time.Millisecond))
+	return fmt.Sprintf("acceleration %s: %d rules of constant outcome dropped (%d folded into %d SecActions), %d unreachable markers left out, %d of %d candidate rules covered by %d collectors (%s engine), %d rules kept out, prepared in %s",
+		a.mode, len(a.dropped), a.foldedRules(), a.folds, a.markersOut, covered, len(a.candidates), len(a.collectors), a.engine.Prefilter.Name(), len(a.excluded), a.buildTime.Round(time.Millisecond))
 }
 
 // Covered lists the ids of the candidate rules the accelerator may remove.

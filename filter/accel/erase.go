@@ -3,43 +3,71 @@ package accel
 import (
 	"bytes"
 	"io/fs"
+
+	"github.com/wafsweep/wafsweep/filter/accel/ruleplan"
+	"github.com/wafsweep/wafsweep/filter/accel/seclang"
 )
 
-// lineEraser is the root the accelerated WAF reads its rule files from:
-// the files as they are, but for the lines of the markers no rule can
-// reach (ruleplan.UnusedMarkers), which it leaves empty. Coraza evaluates
-// every marker in every phase, so a marker that is never built costs no
-// request anything. Empty lines keep every other directive on its line,
-// the one Coraza's logs and rule references print.
+// ruleEditor is the root the accelerated WAF reads its rule files from:
+// the files as they are, but for some directives rewritten in place. The
+// markers no rule can reach (ruleplan.UnusedMarkers) become empty lines:
+// Coraza evaluates every marker in every phase, and one never built costs
+// no request anything. The first rule of a fold (ruleplan.Fold) becomes
+// the fold's SecAction. Every other directive stays on its line, the one
+// Coraza's logs and rule references print.
 //
 // Coraza reads rule files with fs.ReadFile. Open serves the files
-// unchanged: a reader through it sees the markers, a rule set that
+// unchanged: a reader through it would see the rule set as written, which
 // decides the same, only slower.
-type lineEraser struct {
+type ruleEditor struct {
 	fs.FS
-	// erase holds, by the file name seclang.Read resolved, the line ranges
-	// (first and last, from 1) to leave empty. It is set once the rule set
-	// is analysed, before the WAF reads a file.
-	erase map[string][][2]int
+	// edits holds, by the file name seclang.Read resolved, what to put in
+	// place of which lines. It is set once the rule set is analysed,
+	// before the WAF reads a file.
+	edits map[string][]lineEdit
 }
 
-func (e *lineEraser) ReadFile(name string) ([]byte, error) {
+// lineEdit puts text in place of lines first to last (from 1); the lines
+// after the first are left empty.
+type lineEdit struct {
+	first, last int
+	text        string
+}
+
+func (e *ruleEditor) ReadFile(name string) ([]byte, error) {
 	data, err := fs.ReadFile(e.FS, name)
-	if err != nil || len(e.erase[name]) == 0 {
+	if err != nil || len(e.edits[name]) == 0 {
 		return data, err
 	}
-	return eraseLines(data, e.erase[name]), nil
+	return editLines(data, e.edits[name]), nil
 }
 
-func (e *lineEraser) Glob(pattern string) ([]string, error) { return fs.Glob(e.FS, pattern) }
+func (e *ruleEditor) Glob(pattern string) ([]string, error) { return fs.Glob(e.FS, pattern) }
 
-// eraseLines empties the given line ranges of data and keeps its line
-// breaks, so no other line moves.
-func eraseLines(data []byte, ranges [][2]int) []byte {
+// plan records the edits: markers out, folds in.
+func (e *ruleEditor) plan(markers []*seclang.Rule, folds []ruleplan.Fold) {
+	e.edits = map[string][]lineEdit{}
+	add := func(d seclang.Directive, text string) {
+		e.edits[d.File] = append(e.edits[d.File], lineEdit{d.FirstLine, d.Line, text})
+	}
+	for _, m := range markers {
+		add(m.Directive, "")
+	}
+	for _, f := range folds {
+		add(f.First.Directive, f.Directive)
+	}
+}
+
+// editLines applies edits to data and keeps its line breaks, so no other
+// line moves.
+func editLines(data []byte, edits []lineEdit) []byte {
 	lines := bytes.Split(data, []byte("\n"))
-	for _, r := range ranges {
-		for n := r[0]; n <= r[1] && n <= len(lines); n++ {
+	for _, e := range edits {
+		for n := e.first; n <= e.last && n <= len(lines); n++ {
 			lines[n-1] = nil
+		}
+		if e.first >= 1 && e.first <= len(lines) {
+			lines[e.first-1] = []byte(e.text)
 		}
 	}
 	return bytes.Join(lines, []byte("\n"))

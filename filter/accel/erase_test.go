@@ -6,17 +6,21 @@ import (
 	"testing/fstest"
 )
 
-func TestLineEraserEmptiesOnlyTheGivenLines(t *testing.T) {
-	root := &lineEraser{
+func TestRuleEditorRewritesOnlyTheGivenLines(t *testing.T) {
+	root := &ruleEditor{
 		FS: fstest.MapFS{
 			"a.conf": {Data: []byte("SecMarker A\nSecRule ARGS \"@rx x\" \\\n  \"id:1\"\nSecMarker B\n")},
 			"b.conf": {Data: []byte("SecMarker A\n")},
 		},
-		erase: map[string][][2]int{"a.conf": {{1, 1}, {4, 4}}, "missing.conf": {{1, 1}}},
+		edits: map[string][]lineEdit{
+			"a.conf":       {{1, 1, ""}, {2, 3, `SecAction "id:1,pass"`}, {4, 4, ""}},
+			"missing.conf": {{1, 1, ""}},
+		},
 	}
 	for _, c := range []struct{ name, want string }{
-		// The rule keeps lines 2 and 3; the line count stays.
-		{"a.conf", "\nSecRule ARGS \"@rx x\" \\\n  \"id:1\"\n\n"},
+		// The rule's two lines become one and an empty one; the line
+		// count stays.
+		{"a.conf", "\nSecAction \"id:1,pass\"\n\n\n"},
 		{"b.conf", "SecMarker A\n"},
 	} {
 		got, err := fs.ReadFile(root, c.name)

@@ -25,12 +25,16 @@ const (
 	// SkipsOnlyDropped: a rule that only skips (nolog, no variable set)
 	// over rules that are all dropped.
 	SkipsOnlyDropped
+	// Folded: a rule that always matches and only sets TX values known at
+	// load, whose settings a Fold's SecAction makes at an earlier rule's
+	// place.
+	Folded
 )
 
 // Quiet reports whether a rule dropped for this reason may match in the
 // whole rule set: it does, with neither log nor audit entry, and to no
 // effect on the transaction.
-func (k DropKind) Quiet() bool { return k == OnlySkips || k == SkipsOnlyDropped }
+func (k DropKind) Quiet() bool { return k == OnlySkips || k == SkipsOnlyDropped || k == Folded }
 
 func (k DropKind) String() string {
 	switch k {
@@ -42,6 +46,8 @@ func (k DropKind) String() string {
 		return "only skips"
 	case SkipsOnlyDropped:
 		return "skips only dropped rules"
+	case Folded:
+		return "folded"
 	}
 	return fmt.Sprintf("DropKind(%d)", int(k))
 }
@@ -83,11 +89,12 @@ type Dropped struct {
 //   - a gate is dropped only when all it skips goes too, and only if no
 //     rule reads MATCHED_VAR* before its own match: a dropped gate leaves
 //     the MATCHED_* variables as the rule before it set them.
-func Constant(rs *seclang.RuleSet) []Dropped {
+func Constant(rs *seclang.RuleSet) Constants {
 	if rs.IgnoresCompilationErrors || !plainDefaults(rs.DefaultActions) {
-		return nil
+		return Constants{}
 	}
-	w := &walker{rs: rs, state: newTxState(), never: map[int]string{}, counted: map[int]bool{}, bodyUnread: responseBodyUnread(rs)}
+	w := &walker{rs: rs, state: newTxState(), never: map[int]string{}, counted: map[int]bool{}, bodyUnread: responseBodyUnread(rs),
+		settings: map[*seclang.Rule][]setting{}}
 	for phase := 1; phase <= 4 && !w.stopped; phase++ {
 		w.walkPhase(phase)
 		if phase >= 2 {
@@ -98,7 +105,16 @@ func Constant(rs *seclang.RuleSet) []Dropped {
 		w.stopped = w.stopped || w.mayAllow
 	}
 	drops := w.drops()
-	return sortedDrops(append(drops, idleSkips(rs, drops)...))
+	folds, folded := w.folds(drops)
+	drops = append(drops, folded...)
+	return Constants{Dropped: sortedDrops(append(drops, idleSkips(rs, drops)...)), Folds: folds}
+}
+
+// Constants is what Constant finds: rules to drop, and runs of rules to
+// fold into one.
+type Constants struct {
+	Dropped []Dropped
+	Folds   []Fold
 }
 
 // plainDefaults reports whether SecDefaultAction gives rules nothing the
@@ -162,6 +178,8 @@ type walker struct {
 	mayAllow bool
 	gates    []*gate
 	stopped  bool
+	// settings are the foldable rules of phase 1 and what each leaves.
+	settings map[*seclang.Rule][]setting
 }
 
 func (w *walker) walkPhase(phase int) {
@@ -210,6 +228,11 @@ func (w *walker) walkPhase(phase int) {
 			if !w.applyAlways(r, phase, matches) {
 				w.stopped = true
 				return
+			}
+			if phase == 1 && foldable(r) {
+				if s, ok := w.state.settings(r); ok {
+					w.settings[r] = s
+				}
 			}
 			if marker, ok := skipAfter(r); ok {
 				open = &gate{rule: r, marker: marker, removers: removers}

@@ -180,14 +180,3 @@ func skipCounted(rs *seclang.RuleSet) (counted map[*seclang.Rule]bool, ok bool) 
 	}
 	return counted, true
 }
-
-// MarkerLines says, file by file, which lines hold the given markers: the
-// lines to leave empty so that Coraza never builds them.
-func MarkerLines(markers []*seclang.Rule) map[string][][2]int {
-	out := map[string][][2]int{}
-	for _, m := range markers {
-		d := m.Directive
-		out[d.File] = append(out[d.File], [2]int{d.FirstLine, d.Line})
-	}
-	return out
-}

@@ -69,7 +69,7 @@ func unusedMarkers(t *testing.T, root fstest.MapFS, text string) []string {
 		t.Fatal(err)
 	}
 	ids := map[int]bool{}
-	for _, d := range Constant(rs) {
+	for _, d := range Constant(rs).Dropped {
 		ids[d.ID] = true
 	}
 	rs.RemoveIDs(ids)
@@ -149,7 +149,7 @@ func TestUnusedMarkersOfCRS(t *testing.T) {
 	}
 	ids := map[int]bool{}
 	var idle []int
-	for _, d := range Constant(rs) {
+	for _, d := range Constant(rs).Dropped {
 		ids[d.ID] = true
 		if d.Kind == SkipsOnlyDropped {
 			idle = append(idle, d.ID)
