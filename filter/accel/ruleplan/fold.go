@@ -76,10 +76,11 @@ func (s *txState) settings(r *seclang.Rule) (out []setting, ok bool) {
 
 // literalValue reports whether a value reads back as itself in
 // setvar:'tx.key=value' inside a double-quoted action list: no quote, no
-// backslash, no macro, and no leading sign (setvar would add or subtract).
+// backslash, no macro, no leading sign (setvar would add or subtract) and
+// no space at either end (a parser may trim it).
 func literalValue(v string) bool {
 	return !strings.ContainsAny(v, `'"\`) && !strings.Contains(v, "%{") &&
-		(v == "" || (v[0] != '+' && v[0] != '-'))
+		(v == "" || (v[0] != '+' && v[0] != '-')) && strings.TrimSpace(v) == v
 }
 
 // mentionsTX matches rule text that reads or writes TX in any way.

@@ -51,6 +51,8 @@ SecAction "id:3,phase:1,pass,nolog,setvar:'tx.c=%{tx.a}',setvar:!tx.gone"
 			wantFolded: []int{3}, wantDirective: split},
 		{name: "a rule between in another phase", between: `SecRule TX:a "@eq 7" "id:50,phase:2,deny"`, wantFolded: []int{2, 3}, wantDirective: whole},
 		{name: "a value that would read as arithmetic", before: `SecAction "id:9,phase:1,pass,nolog,setvar:tx.a=-9"`},
+		{name: "a value with a quote stays out", between: `SecAction "id:50,phase:1,pass,nolog,setvar:'tx.q=it\'s'"`, wantFolded: []int{3}, wantDirective: split},
+		{name: "a value with a space at an end stays out", between: `SecAction "id:50,phase:1,pass,nolog,setvar:'tx.q=x '"`, wantFolded: []int{3}, wantDirective: split},
 		{name: "a skip:N may count a folded rule", before: `SecRule ARGS "@rx x" "id:9,phase:1,pass,nolog,skip:3"`},
 		{name: "a rule whose actions are updated", after: `SecRuleUpdateActionById 1 "log"`},
 	} {
