@@ -5,24 +5,12 @@ import (
 	"slices"
 	"testing"
 	"testing/fstest"
-
-	coreruleset "github.com/corazawaf/coraza-coreruleset/v4"
-
-	"github.com/wafsweep/wafsweep/filter/accel/seclang"
 )
 
 func constant(t *testing.T, root fstest.MapFS, text string) map[int]DropKind {
 	t.Helper()
-	ds, err := seclang.Read(root, text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := seclang.Parse(ds)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[int]DropKind{}
-	for _, d := range Constant(rs).Dropped {
+	for _, d := range Constant(ruleSet(t, root, text)).Dropped {
 		if d.Reason == "" {
 			t.Errorf("rule %d dropped without a reason", d.ID)
 		}
@@ -194,14 +182,7 @@ func TestConstantOnCRS(t *testing.T) {
 		{`SecAction "id:900000,phase:1,pass,t:none,nolog,setvar:tx.blocking_paranoia_level=4"`, []int{901120, 911011, 911013, 911015, 911017, 920013}, []int{920200, 942101, 949053, 949110, 956110}, 150, 250},
 		{"SecResponseBodyAccess Off", []int{920013, 950010, 951100, 955100, 955350, 956110}, []int{920100, 942100, 954010, 954130}, 350, 450},
 	} {
-		ds, err := seclang.Read(coreruleset.FS, "Include @coraza.conf-recommended\nInclude @crs-setup.conf.example\n"+c.level+"\nInclude @owasp_crs/*.conf")
-		if err != nil {
-			t.Fatal(err)
-		}
-		rs, err := seclang.Parse(ds)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rs := crsRuleSet(t, c.level)
 		dropped := Constant(rs).Dropped
 		ids := make([]int, len(dropped))
 		for i, d := range dropped {

@@ -5,24 +5,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
-
-	coreruleset "github.com/corazawaf/coraza-coreruleset/v4"
-
-	"github.com/wafsweep/wafsweep/filter/accel/seclang"
 )
-
-func constants(t *testing.T, root fstest.MapFS, text string) Constants {
-	t.Helper()
-	ds, err := seclang.Read(root, text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := seclang.Parse(ds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Constant(rs)
-}
 
 func TestFolds(t *testing.T) {
 	// Rules 1-3 live in a file, as CRS's do; 1 and 2 set defaults, 3
@@ -60,7 +43,7 @@ SecAction "id:3,phase:1,pass,nolog,setvar:'tx.c=%{tx.a}',setvar:!tx.gone"
 			lines := strings.SplitAfter(setters, "\n")
 			file := lines[0] + c.between + "\n" + strings.Join(lines[1:], "")
 			root := fstest.MapFS{"setters.conf": {Data: []byte(file)}}
-			got := constants(t, root, c.before+"\nInclude setters.conf\n"+c.after)
+			got := Constant(ruleSet(t, root, c.before+"\nInclude setters.conf\n"+c.after))
 			var folded []int
 			directive := ""
 			for _, f := range got.Folds {
@@ -82,8 +65,8 @@ SecAction "id:3,phase:1,pass,nolog,setvar:'tx.c=%{tx.a}',setvar:!tx.gone"
 func TestFoldsStartInAFile(t *testing.T) {
 	// The first rule of a run is rewritten where it is written: not in
 	// the directives text.
-	got := constants(t, nil, `SecRule &TX:a "@eq 0" "id:1,phase:1,pass,nolog,setvar:tx.a=5"
-SecRule &TX:b "@eq 0" "id:2,phase:1,pass,nolog,setvar:tx.b=1"`)
+	got := Constant(ruleSet(t, nil, `SecRule &TX:a "@eq 0" "id:1,phase:1,pass,nolog,setvar:tx.a=5"
+SecRule &TX:b "@eq 0" "id:2,phase:1,pass,nolog,setvar:tx.b=1"`))
 	if len(got.Folds) != 0 {
 		t.Errorf("folded %+v, want nothing", got.Folds)
 	}
@@ -92,7 +75,7 @@ SecRule &TX:b "@eq 0" "id:2,phase:1,pass,nolog,setvar:tx.b=1"`)
 // TestFoldsOfCRS pins CRS's initialization at paranoia 1: its default
 // setters fold into one SecAction.
 func TestFoldsOfCRS(t *testing.T) {
-	got := constantsOfCRS(t, "SecResponseBodyAccess Off")
+	got := Constant(crsRuleSet(t, "SecResponseBodyAccess Off"))
 	kinds := map[int]DropKind{}
 	for _, d := range got.Dropped {
 		kinds[d.ID] = d.Kind
@@ -111,17 +94,4 @@ func TestFoldsOfCRS(t *testing.T) {
 	if _, dropped := kinds[got.Folds[0].First.ID]; dropped {
 		t.Errorf("the first rule of a fold, %d, is dropped", got.Folds[0].First.ID)
 	}
-}
-
-func constantsOfCRS(t *testing.T, level string) Constants {
-	t.Helper()
-	ds, err := seclang.Read(coreruleset.FS, "Include @coraza.conf-recommended\nInclude @crs-setup.conf.example\n"+level+"\nInclude @owasp_crs/*.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := seclang.Parse(ds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Constant(rs)
 }

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"testing/fstest"
 
-	coreruleset "github.com/corazawaf/coraza-coreruleset/v4"
-
 	"github.com/wafsweep/wafsweep/filter/accel/seclang"
 )
 
@@ -60,14 +58,7 @@ SecRule REQUEST_HEADERS:X "@rx y" "id:20,phase:1,pass,nolog,skipAfter:END"
 // constant outcome out first, then the markers nothing reaches.
 func unusedMarkers(t *testing.T, root fstest.MapFS, text string) []string {
 	t.Helper()
-	ds, err := seclang.Read(root, text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := seclang.Parse(ds)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rs := ruleSet(t, root, text)
 	ids := map[int]bool{}
 	for _, d := range Constant(rs).Dropped {
 		ids[d.ID] = true
@@ -139,14 +130,7 @@ Include m.conf
 // TestUnusedMarkersOfCRS pins what CRS keeps at paranoia 1 with the
 // response body unread: the markers the request-dependent skips name.
 func TestUnusedMarkersOfCRS(t *testing.T) {
-	ds, err := seclang.Read(coreruleset.FS, "Include @coraza.conf-recommended\nInclude @crs-setup.conf.example\nSecResponseBodyAccess Off\nInclude @owasp_crs/*.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := seclang.Parse(ds)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rs := crsRuleSet(t, "SecResponseBodyAccess Off")
 	ids := map[int]bool{}
 	var idle []int
 	for _, d := range Constant(rs).Dropped {

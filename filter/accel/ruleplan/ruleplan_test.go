@@ -3,22 +3,11 @@ package ruleplan
 import (
 	"reflect"
 	"testing"
-	"testing/fstest"
-
-	"github.com/wafsweep/wafsweep/filter/accel/seclang"
 )
 
 func analyze(t *testing.T, text string) Plan {
 	t.Helper()
-	ds, err := seclang.Read(fstest.MapFS{}, text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := seclang.Parse(ds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Analyze(rs)
+	return Analyze(ruleSet(t, nil, text))
 }
 
 func TestAnalyzeFindsCandidatesAndSaysWhyOthersStay(t *testing.T) {
