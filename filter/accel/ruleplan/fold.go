@@ -93,13 +93,10 @@ var mentionsTX = regexp.MustCompile(`(?i)\btx\b`)
 // a run must come from a rule file, where its lines can be rewritten; no
 // rule after the first may be one a skip:N counts.
 func (w *walker) folds(drops []Dropped) ([]Fold, []Dropped) {
-	counted, ok := skipCounted(w.rs)
+	gone := droppedSet(drops)
+	counted, ok := skipCounted(w.rs, gone)
 	if !ok || len(w.settings) == 0 {
 		return nil, nil
-	}
-	gone := map[int]bool{}
-	for _, d := range drops {
-		gone[d.ID] = true
 	}
 	var runs [][]*seclang.Rule
 	var run []*seclang.Rule
@@ -115,12 +112,14 @@ func (w *walker) folds(drops []Dropped) ([]Fold, []Dropped) {
 		}
 		_, member := w.settings[r]
 		switch {
-		case member && len(run) == 0 && r.Directive.File != seclang.InlineFile:
-			run = append(run, r)
 		case member && len(run) > 0 && !counted[r]:
 			run = append(run, r)
 		case member:
+			// It stays where it is: it may start a run.
 			flush()
+			if r.Directive.File != seclang.InlineFile {
+				run = []*seclang.Rule{r}
+			}
 		case w.mentionsTX(r) || w.mayInterrupt(r):
 			flush()
 		}

@@ -38,6 +38,13 @@ SecAction "id:3,phase:1,pass,nolog,setvar:'tx.c=%{tx.a}',setvar:!tx.gone"
 		{name: "a value with a space at an end stays out", between: `SecAction "id:50,phase:1,pass,nolog,setvar:'tx.q=x '"`, wantFolded: []int{3}, wantDirective: split},
 		{name: "a skip:N may count a folded rule", before: `SecRule ARGS "@rx x" "id:9,phase:1,pass,nolog,skip:3"`},
 		{name: "a rule whose actions are updated", after: `SecRuleUpdateActionById 1 "log"`},
+		// 9's skip:1 counts 50, or, were 50 removed, the next rule Coraza
+		// holds: not 51, which never matches and is dropped, but 2. So 2
+		// stays where it is, and starts the run.
+		{name: "a skip:N over a dropped rule", between: `SecRule ARGS "@rx x" "id:9,phase:1,pass,nolog,skip:1"
+SecRule ARGS "@rx y" "id:50,phase:1,pass,nolog"
+SecRule TX:a "@eq 99" "id:51,phase:1,pass,nolog"`, after: `SecRule ARGS "@rx z" "id:70,phase:1,pass,nolog,ctl:ruleRemoveById=50"`,
+			wantFolded: []int{3}, wantDirective: split},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			lines := strings.SplitAfter(setters, "\n")

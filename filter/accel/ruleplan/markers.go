@@ -20,13 +20,10 @@ import (
 // rules over a body no transaction reads). A skip dropped this way can
 // leave another one idle, so the search runs until it finds none.
 func idleSkips(rs *seclang.RuleSet, drops []Dropped) []Dropped {
-	counted, ok := skipCounted(rs)
+	gone := droppedSet(drops)
+	counted, ok := skipCounted(rs, gone)
 	if !ok || slices.ContainsFunc(rs.Rules, readsMatchedVars) {
 		return nil
-	}
-	gone := map[int]bool{}
-	for _, d := range drops {
-		gone[d.ID] = true
 	}
 	var out []Dropped
 	for found := true; found; {
@@ -44,6 +41,14 @@ func idleSkips(rs *seclang.RuleSet, drops []Dropped) []Dropped {
 		}
 	}
 	return out
+}
+
+func droppedSet(drops []Dropped) map[int]bool {
+	gone := make(map[int]bool, len(drops))
+	for _, d := range drops {
+		gone[d.ID] = true
+	}
+	return gone
 }
 
 // windowGone reports whether every rule of the phase before the first
@@ -70,7 +75,7 @@ func windowGone(rules []*seclang.Rule, phase int, marker string, gone map[int]bo
 // Coraza evaluates it, so none goes when a rule reads them before its own
 // match. rs is the rule set as the WAF will hold it, dropped rules gone.
 func UnusedMarkers(rs *seclang.RuleSet) []*seclang.Rule {
-	counted, ok := skipCounted(rs)
+	counted, ok := skipCounted(rs, nil)
 	if !ok || rs.IgnoresCompilationErrors || slices.ContainsFunc(rs.Rules, readsMatchedVars) {
 		return nil
 	}
@@ -146,9 +151,11 @@ func mapsValues(m map[int][]seclang.Action) [][]seclang.Action {
 // skipCounted returns the entries (rules and markers) a skip:N of rs may
 // count, each skip's window followed as far as a ctl removal could
 // stretch it; every ctl:ruleRemove* of the rule set is taken to happen.
+// The windows run over the rules the WAF will hold: those with an id in
+// gone are left out of it at load, and Coraza counts only what it has.
 // ok is false when a ctl could remove markers (a range over id 0): then
 // no window has a known end.
-func skipCounted(rs *seclang.RuleSet) (counted map[*seclang.Rule]bool, ok bool) {
+func skipCounted(rs *seclang.RuleSet, gone map[int]bool) (counted map[*seclang.Rule]bool, ok bool) {
 	w := &walker{rs: rs}
 	for _, r := range rs.Rules {
 		for _, rule := range append([]*seclang.Rule{r}, r.Chain...) {
@@ -163,13 +170,14 @@ func skipCounted(rs *seclang.RuleSet) (counted map[*seclang.Rule]bool, ok bool) 
 		return nil, false
 	}
 	counted = map[*seclang.Rule]bool{}
+	held := func(r *seclang.Rule) bool { return r.ID == 0 || !gone[r.ID] }
 	for i, r := range rs.Rules {
-		if r.Skip <= 0 {
+		if r.Skip <= 0 || !held(r) {
 			continue
 		}
 		window := &skipWindow{owner: r, left: r.Skip}
 		for _, e := range rs.Rules[i+1:] {
-			if e.Marker == "" && e.Phase != r.Phase {
+			if (e.Marker == "" && e.Phase != r.Phase) || !held(e) {
 				continue
 			}
 			counted[e] = true
