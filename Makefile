@@ -236,18 +236,19 @@ bench: $(MODULE)
 # The module's cost per request (results/bench/module.csv): two fixed-rate
 # sweeps, GET, 3 alternating rounds each (resumed when interrupted; remove
 # them to measure again): vanilla Envoy, the no-op module and the light
-# tiers at 4,000 RPS (results/module-cost/), vanilla Envoy and full CRS at
-# 800 RPS (results/module-cost-full-crs/); beside the same tiers through the
-# filter's glue without Envoy (results/module-cost/engine.csv). About 12
-# minutes; run it on an otherwise idle machine.
+# tiers at 4,000 RPS (results/module-cost/), vanilla Envoy and full CRS,
+# stock and accelerated, at 800 RPS (results/module-cost-full-crs/); beside
+# the same tiers through the filter's glue without Envoy, stock and
+# accelerated (results/module-cost/engine.csv). About 15 minutes; run it on
+# an otherwise idle machine.
 MODULE_COST_DIR := results/module-cost
 MODULE_COST_FULL_CRS_DIR := results/module-cost-full-crs
 
 bench-module: envoy build
 	ENVOY_BIN="$(abspath $(BUILD)/envoy)" CORAZAWAF_MODULE="$(abspath $(MODULE))" $(WAFSWEEP) sweep --profile module-cost --sweep-id module-cost
 	ENVOY_BIN="$(abspath $(BUILD)/envoy)" CORAZAWAF_MODULE="$(abspath $(MODULE))" $(WAFSWEEP) sweep --profile module-cost-full-crs --sweep-id module-cost-full-crs
-	nice -n 19 $(GO) test -count=1 -timeout 30m -run TestEngineCSV -v ./filter/accel/enginebench -args \
-		-engine.tiers module-off,headers-only,targeted,full-crs -engine.shapes get -engine.flavors stock \
+	nice -n 19 $(GO) test -count=1 -timeout 30m -tags '$(ACCEL_TAGS)' -run TestEngineCSV -v ./filter/accel/enginebench -args \
+		-engine.tiers module-off,headers-only,targeted,full-crs -engine.shapes get -engine.flavors stock,accelerated \
 		-engine.csv $(abspath $(MODULE_COST_DIR)/engine.csv)
 	$(WAFSWEEP) module-cost $(MODULE_COST_DIR)/engine.csv results/bench/module.csv $(MODULE_COST_DIR) $(MODULE_COST_FULL_CRS_DIR)
 	cat results/bench/module.csv

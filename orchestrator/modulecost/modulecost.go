@@ -55,9 +55,11 @@ func LightPlan() plan.Plan {
 	return fixedRate(LightRate, []string{plan.FlavorEnvoy, plan.FlavorEnvoyNoopModule, plan.FlavorWAF}, LightTiers)
 }
 
-// FullCRSPlan is the sweep of full CRS, with vanilla Envoy, at FullCRSRate.
+// FullCRSPlan is the sweep of full CRS, with vanilla Envoy, at FullCRSRate:
+// the stock module and the accelerated build, whose engine-only gain the
+// proxy's figure puts in proportion.
 func FullCRSPlan() plan.Plan {
-	return fixedRate(FullCRSRate, []string{plan.FlavorEnvoy, plan.FlavorWAF}, []string{plan.TierFullCRS})
+	return fixedRate(FullCRSRate, []string{plan.FlavorEnvoy, plan.FlavorWAF, plan.FlavorWAFAccelerated}, []string{plan.TierFullCRS})
 }
 
 // fixedRate is a fixed-rate sweep: every step at rate, no knee search above
@@ -121,7 +123,8 @@ type Row struct {
 }
 
 // Table computes the rows from fixed-rate sweeps (the steps of each) and
-// the engine figures of their tiers (stock flavor, GET shape). Each sweep
+// the engine figures of their tiers (GET shape; the accelerated flavor for
+// waf-accelerated, stock for waf). Each sweep
 // is at one rate and is compared with its own vanilla Envoy steps, round
 // by round. The no-op module or a tier of Tiers with no passing step in
 // any sweep is an error: its cost would be a guess.
@@ -202,9 +205,10 @@ func configRow(rounds, envoy map[int]dataset.StepRow, engine []EngineCost) (Row,
 	if !plan.HasWAF(config.Flavor) {
 		return r, nil
 	}
-	ns, ok := engineCost(engine, config.Tier)
+	flavor := engineFlavor(config.Flavor)
+	ns, ok := engineCost(engine, config.Tier, flavor)
 	if !ok {
-		return r, fmt.Errorf("no engine figure for tier %s (stock, get)", config.Tier)
+		return r, fmt.Errorf("no engine figure for tier %s (%s, get)", config.Tier, flavor)
 	}
 	r.Engine, r.Gap = ns/1000, r.OverEnvoy.Median-ns/1000
 	return r, nil
@@ -225,9 +229,18 @@ func tierRank(r Row) int {
 	return len(Tiers)
 }
 
-func engineCost(engine []EngineCost, tier string) (float64, bool) {
+// engineFlavor names enginebench's flavor for a module flavor: the
+// accelerated build's, or stock Coraza's.
+func engineFlavor(moduleFlavor string) string {
+	if moduleFlavor == plan.FlavorWAFAccelerated {
+		return "accelerated"
+	}
+	return "stock"
+}
+
+func engineCost(engine []EngineCost, tier, flavor string) (float64, bool) {
 	for _, e := range engine {
-		if e.Tier == tier && e.Shape == plan.ShapeGet && e.Flavor == "stock" {
+		if e.Tier == tier && e.Shape == plan.ShapeGet && e.Flavor == flavor {
 			return e.CPUNs, true
 		}
 	}

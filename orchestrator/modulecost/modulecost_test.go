@@ -88,7 +88,8 @@ func TestTableRefusesWhatItCannotCompare(t *testing.T) {
 		{"no Envoy", []dataset.StepRow{step(plan.FlavorWAF, plan.TierHeadersOnly, 0, 300, pass)}, "a sweep without a passing vanilla Envoy step"},
 		{"two rates in one sweep", []dataset.StepRow{step(plan.FlavorEnvoy, plan.TierNone, 0, 200, pass), atRate(step(plan.FlavorWAF, plan.TierHeadersOnly, 0, 300, pass), 1000)}, "each sweep compares one rate"},
 		{"no no-op module", []dataset.StepRow{step(plan.FlavorEnvoy, plan.TierNone, 0, 200, pass), step(plan.FlavorWAF, plan.TierHeadersOnly, 0, 300, pass)}, "envoy-noop-module: no passing step"},
-		{"no engine figure", []dataset.StepRow{step(plan.FlavorEnvoy, plan.TierNone, 0, 200, pass), step(plan.FlavorWAF, plan.TierFullCRS, 0, 900, pass)}, "no engine figure for tier full-crs"},
+		{"no engine figure", []dataset.StepRow{step(plan.FlavorEnvoy, plan.TierNone, 0, 200, pass), step(plan.FlavorWAF, plan.TierFullCRS, 0, 900, pass)}, "no engine figure for tier full-crs (stock, get)"},
+		{"no accelerated engine figure", []dataset.StepRow{step(plan.FlavorEnvoy, plan.TierNone, 0, 200, pass), step(plan.FlavorWAFAccelerated, plan.TierModuleOff, 0, 300, pass)}, "no engine figure for tier module-off (accelerated, get)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Table([][]dataset.StepRow{tc.steps}, engine)
@@ -114,10 +115,12 @@ func TestTableComparesEachSweepWithItsOwnEnvoy(t *testing.T) {
 	full := []dataset.StepRow{
 		atRate(step(plan.FlavorWAF, plan.TierFullCRS, 0, 900, pass), 800),
 		atRate(step(plan.FlavorEnvoy, plan.TierNone, 0, 180, pass), 800),
+		atRate(step(plan.FlavorWAFAccelerated, plan.TierFullCRS, 0, 700, pass), 800),
 	}
 	withFullCRS := append(slices.Clone(engine),
 		EngineCost{Tier: plan.TierTargeted, Shape: plan.ShapeGet, Flavor: "stock", CPUNs: 9000},
-		EngineCost{Tier: plan.TierFullCRS, Shape: plan.ShapeGet, Flavor: "stock", CPUNs: 600000})
+		EngineCost{Tier: plan.TierFullCRS, Shape: plan.ShapeGet, Flavor: "stock", CPUNs: 600000},
+		EngineCost{Tier: plan.TierFullCRS, Shape: plan.ShapeGet, Flavor: "accelerated", CPUNs: 250000})
 	rows, err := Table([][]dataset.StepRow{full, light}, withFullCRS)
 	if err != nil {
 		t.Fatal(err)
@@ -127,12 +130,17 @@ func TestTableComparesEachSweepWithItsOwnEnvoy(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s/%s@%d:%g", r.Flavor, r.Tier, r.RateRPS, r.OverEnvoy.Median))
 	}
 	want := []string{"envoy/none@4000:NaN", "envoy-noop-module/none@4000:4", "waf/module-off@4000:10", "waf/headers-only@4000:50",
-		"waf/targeted@4000:60", "envoy/none@800:NaN", "waf/full-crs@800:720"}
+		"waf/targeted@4000:60", "envoy/none@800:NaN", "waf/full-crs@800:720", "waf-accelerated/full-crs@800:520"}
 	if !slices.Equal(got, want) {
 		t.Errorf("rows %v,\nwant %v", got, want)
 	}
-	if r := rows[len(rows)-1]; !near(r.Gap, 120) {
+	// Each module flavor beside its own engine: stock Coraza's, the
+	// accelerated build's.
+	if r := rows[len(rows)-2]; !near(r.Gap, 120) {
 		t.Errorf("full CRS gap %v, want 720 - 600", r.Gap)
+	}
+	if r := rows[len(rows)-1]; !near(r.Engine, 250) || !near(r.Gap, 270) {
+		t.Errorf("accelerated full CRS engine %v, gap %v, want 250 and 520 - 250", r.Engine, r.Gap)
 	}
 }
 

@@ -49,7 +49,7 @@ func parseSweepFlags(args []string, stderr io.Writer) (sweepFlags, *flag.FlagSet
 	var f sweepFlags
 	fs := flag.NewFlagSet("wafsweep sweep", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.profile, "profile", "short", "starting plan: short (a smoke run: one round of 5 s windows), full (the whole matrix, one round), reference (the whole matrix, 3 alternating rounds of 20 s windows: the figures to plan on); each adds waf-accelerated; or module-cost and module-cost-full-crs (vanilla Envoy, the no-op module and the module's light tiers at 4,000 RPS, and full CRS at 800 RPS, GET, 3 rounds: what make bench-module turns into results/bench/module.csv)")
+	fs.StringVar(&f.profile, "profile", "short", "starting plan: short (a smoke run: one round of 5 s windows), full (the whole matrix, one round), reference (the whole matrix, 3 alternating rounds of 20 s windows: the figures to plan on); each adds waf-accelerated; or module-cost and module-cost-full-crs (vanilla Envoy, the no-op module and the module's light tiers at 4,000 RPS, and full CRS, stock and accelerated, at 800 RPS, GET, 3 rounds: what make bench-module turns into results/bench/module.csv)")
 	fs.StringVar(&f.planFile, "plan", "", "JSON plan file (replaces --profile; flags below still override it)")
 	fs.StringVar(&f.flavors, "flavors", "", "comma-separated flavors: "+strings.Join(plan.Flavors(), ", "))
 	fs.StringVar(&f.tiers, "tiers", "", "comma-separated tiers: "+strings.Join(plan.Tiers(), ", "))

@@ -42,7 +42,7 @@ func TestFlagsBuildThePlan(t *testing.T) {
 		{[]string{"--profile", "full"}, "direct,envoy,waf,waf-accelerated"},
 		{[]string{"--target", "kube"}, "direct,envoy,waf,waf-accelerated"},
 		{[]string{"--profile", "module-cost"}, "envoy,envoy-noop-module,waf"},
-		{[]string{"--profile", "module-cost-full-crs"}, "envoy,waf"},
+		{[]string{"--profile", "module-cost-full-crs"}, "envoy,waf,waf-accelerated"},
 		{[]string{"--flavors", "waf"}, "waf"},
 	} {
 		f, _, err := parseSweepFlags(tt.args, io.Discard)
