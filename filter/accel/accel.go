@@ -170,7 +170,7 @@ func New(opts Options) (*Accelerator, error) {
 		// keeps every rule.
 		constants := ruleplan.Constant(rs)
 		dropped = constants.Dropped
-		rs.RemoveIDs(droppedIDs(dropped))
+		rs.RemoveIDs(ruleplan.DroppedIDs(dropped))
 		markers = fileMarkers(ruleplan.UnusedMarkers(rs))
 		editor.plan(markers, constants.Folds)
 		folds = len(constants.Folds)
@@ -417,14 +417,6 @@ func (a *Accelerator) MarkersLeftOut() int { return a.markersOut }
 // can be left out, the directives text reaches Coraza as it is.
 func fileMarkers(markers []*seclang.Rule) []*seclang.Rule {
 	return slices.DeleteFunc(markers, func(m *seclang.Rule) bool { return m.Directive.File == seclang.InlineFile })
-}
-
-func droppedIDs(dropped []ruleplan.Dropped) map[int]bool {
-	ids := make(map[int]bool, len(dropped))
-	for _, d := range dropped {
-		ids[d.ID] = true
-	}
-	return ids
 }
 
 // Built tells the accelerator its WAF exists: the generated rules have

@@ -33,11 +33,7 @@ func accelEngine(t testing.TB, tier, mode string, log Logger, extra ...string) *
 // matchedIDs drives one request and returns the ids of the rules that
 // matched, sorted, as visibleIDs sees them, and the shadow disagreements.
 func matchedIDs(t testing.TB, e *Engine, req RequestHead, body []byte, as *accel.Accelerator) ([]int, int) {
-	return matchedIDsWith(t, e, req, body, plainResponse, as)
-}
-
-func matchedIDsWith(t testing.TB, e *Engine, req RequestHead, body []byte, resp response, as *accel.Accelerator) ([]int, int) {
-	ids, _, disagreements := inspect(t, e, req, body, resp, as)
+	ids, _, disagreements := inspect(t, e, req, body, plainResponse, as)
 	return ids, disagreements
 }
 

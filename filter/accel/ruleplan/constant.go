@@ -59,6 +59,15 @@ type Dropped struct {
 	Reason string
 }
 
+// DroppedIDs is the set of the dropped rules' ids.
+func DroppedIDs(drops []Dropped) map[int]bool {
+	gone := make(map[int]bool, len(drops))
+	for _, d := range drops {
+		gone[d.ID] = true
+	}
+	return gone
+}
+
 // Constant finds the rules whose outcome is the same in every transaction,
 // so that a rule set without them decides every transaction exactly as
 // the whole one does. CRS's paranoia-level gates are the case it is for:
@@ -240,8 +249,7 @@ func (w *walker) walkPhase(phase int) {
 			}
 		default:
 			before := len(w.removers)
-			w.mayAllow = w.mayAllow || r.HasAction("allow") ||
-				slices.ContainsFunc(w.rs.UpdatedActions[r.ID], func(a seclang.Action) bool { return a.Name == "allow" })
+			w.mayAllow = w.mayAllow || w.rs.HasAction(r, "allow")
 			w.applyMaybe(r)
 			if marker, ok := skipAfter(r); ok {
 				pending[marker] = true
@@ -396,7 +404,7 @@ func responseBodyUnread(rs *seclang.RuleSet) bool {
 		return false
 	}
 	for _, r := range rs.Rules {
-		for _, rule := range append([]*seclang.Rule{r}, r.Chain...) {
+		for _, rule := range r.WithChain() {
 			for _, a := range rule.Actions {
 				if a.Name == "ctl" && strings.HasPrefix(strings.ToLower(a.Value), "responsebodyaccess") {
 					return false
@@ -506,8 +514,8 @@ func (w *walker) applyAlways(r *seclang.Rule, phase, matches int) bool {
 // applyMaybe records what a rule that may or may not match could change,
 // with the actions SecRuleUpdateActionById gave it.
 func (w *walker) applyMaybe(r *seclang.Rule) {
-	for _, rule := range append([]*seclang.Rule{r}, r.Chain...) {
-		for _, a := range slices.Concat(rule.Actions, w.rs.UpdatedActions[rule.ID]) {
+	for _, rule := range r.WithChain() {
+		for _, a := range w.rs.Actions(rule) {
 			switch a.Name {
 			case "setvar":
 				w.state.forget(a.Value)

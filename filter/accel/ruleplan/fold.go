@@ -93,7 +93,7 @@ var mentionsTX = regexp.MustCompile(`(?i)\btx\b`)
 // a run must come from a rule file, where its lines can be rewritten; no
 // rule after the first may be one a skip:N counts.
 func (w *walker) folds(drops []Dropped) ([]Fold, []Dropped) {
-	gone := droppedSet(drops)
+	gone := DroppedIDs(drops)
 	counted, ok := skipCounted(w.rs, gone)
 	if !ok || len(w.settings) == 0 {
 		return nil, nil
@@ -166,14 +166,10 @@ func (w *walker) foldDirective(run []*seclang.Rule) string {
 // mentionsTX reports whether a rule's text, its chain's or an update of
 // its actions names TX.
 func (w *walker) mentionsTX(r *seclang.Rule) bool {
-	for _, rule := range append([]*seclang.Rule{r}, r.Chain...) {
-		if mentionsTX.MatchString(rule.Directive.Args) {
+	for _, rule := range r.WithChain() {
+		if mentionsTX.MatchString(rule.Directive.Args) ||
+			slices.ContainsFunc(w.rs.UpdatedActions[rule.ID], func(a seclang.Action) bool { return mentionsTX.MatchString(a.Value) }) {
 			return true
-		}
-		for _, a := range w.rs.UpdatedActions[rule.ID] {
-			if mentionsTX.MatchString(a.Value) {
-				return true
-			}
 		}
 	}
 	return false
@@ -182,10 +178,6 @@ func (w *walker) mentionsTX(r *seclang.Rule) bool {
 // mayInterrupt reports whether a rule may end the transaction or its
 // phase: a disruptive action, or none but pass (the default one applies).
 func (w *walker) mayInterrupt(r *seclang.Rule) bool {
-	actions := slices.Concat(r.Actions, w.rs.UpdatedActions[r.ID])
-	named := func(name string) func(seclang.Action) bool {
-		return func(a seclang.Action) bool { return a.Name == name }
-	}
-	return !slices.ContainsFunc(actions, named("pass")) ||
-		slices.ContainsFunc(actions, func(a seclang.Action) bool { return disruptive[a.Name] })
+	return !w.rs.HasAction(r, "pass") ||
+		slices.ContainsFunc(w.rs.Actions(r), func(a seclang.Action) bool { return disruptive[a.Name] })
 }

@@ -1,6 +1,7 @@
 package ruleplan
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -20,7 +21,7 @@ import (
 // rules over a body no transaction reads). A skip dropped this way can
 // leave another one idle, so the search runs until it finds none.
 func idleSkips(rs *seclang.RuleSet, drops []Dropped) []Dropped {
-	gone := droppedSet(drops)
+	gone := DroppedIDs(drops)
 	counted, ok := skipCounted(rs, gone)
 	if !ok || slices.ContainsFunc(rs.Rules, readsMatchedVars) {
 		return nil
@@ -41,14 +42,6 @@ func idleSkips(rs *seclang.RuleSet, drops []Dropped) []Dropped {
 		}
 	}
 	return out
-}
-
-func droppedSet(drops []Dropped) map[int]bool {
-	gone := make(map[int]bool, len(drops))
-	for _, d := range drops {
-		gone[d.ID] = true
-	}
-	return gone
 }
 
 // windowGone reports whether every rule of the phase before the first
@@ -104,11 +97,11 @@ func referenceTexts(rs *seclang.RuleSet) []string {
 		if r.Marker != "" {
 			continue
 		}
-		for _, rule := range append([]*seclang.Rule{r}, r.Chain...) {
+		for _, rule := range r.WithChain() {
 			texts = append(texts, strings.ToLower(rule.Directive.Args))
 		}
 	}
-	for _, actions := range append([][]seclang.Action{rs.DefaultActions}, mapsValues(rs.UpdatedActions)...) {
+	for _, actions := range append([][]seclang.Action{rs.DefaultActions}, slices.Collect(maps.Values(rs.UpdatedActions))...) {
 		for _, a := range actions {
 			texts = append(texts, strings.ToLower(a.Name+":"+a.Value))
 		}
@@ -140,14 +133,6 @@ func nameByte(c byte) bool {
 	return c == '-' || c == '_' || c == '.' || ('a' <= c && c <= 'z') || ('0' <= c && c <= '9')
 }
 
-func mapsValues(m map[int][]seclang.Action) [][]seclang.Action {
-	out := make([][]seclang.Action, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
-	}
-	return out
-}
-
 // skipCounted returns the entries (rules and markers) a skip:N of rs may
 // count, each skip's window followed as far as a ctl removal could
 // stretch it; every ctl:ruleRemove* of the rule set is taken to happen.
@@ -158,8 +143,8 @@ func mapsValues(m map[int][]seclang.Action) [][]seclang.Action {
 func skipCounted(rs *seclang.RuleSet, gone map[int]bool) (counted map[*seclang.Rule]bool, ok bool) {
 	w := &walker{rs: rs}
 	for _, r := range rs.Rules {
-		for _, rule := range append([]*seclang.Rule{r}, r.Chain...) {
-			for _, a := range slices.Concat(rule.Actions, rs.UpdatedActions[rule.ID]) {
+		for _, rule := range r.WithChain() {
+			for _, a := range rs.Actions(rule) {
 				if a.Name == "ctl" {
 					w.addRemover(a.Value)
 				}

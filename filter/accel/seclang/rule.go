@@ -2,6 +2,7 @@ package seclang
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -140,14 +141,14 @@ func (r *Rule) applyActions(actions string) error {
 }
 
 // HasAction reports whether the rule carries an action of that name.
-func (r *Rule) HasAction(name string) bool {
-	for _, a := range r.Actions {
-		if a.Name == name {
-			return true
-		}
-	}
-	return false
+func (r *Rule) HasAction(name string) bool { return hasAction(r.Actions, name) }
+
+func hasAction(actions []Action, name string) bool {
+	return slices.ContainsFunc(actions, func(a Action) bool { return a.Name == name })
 }
+
+// WithChain is the rule followed by the rules chained to it.
+func (r *Rule) WithChain() []*Rule { return append([]*Rule{r}, r.Chain...) }
 
 // Chained reports whether the rule asks for a chained rule to follow.
 func (r *Rule) Chained() bool { return r.HasAction("chain") }

@@ -139,6 +139,16 @@ func (rs *RuleSet) forIDs(fields []string, f func(lo, hi int)) error {
 	return nil
 }
 
+// Actions are a rule's actions followed by those SecRuleUpdateActionById
+// gave it.
+func (rs *RuleSet) Actions(r *Rule) []Action {
+	return slices.Concat(r.Actions, rs.UpdatedActions[r.ID])
+}
+
+// HasAction reports whether a rule, as updated, carries an action of that
+// name.
+func (rs *RuleSet) HasAction(r *Rule, name string) bool { return hasAction(rs.Actions(r), name) }
+
 // ActionsUpdated reports whether SecRuleUpdateActionById changed rule id.
 func (rs *RuleSet) ActionsUpdated(id int) bool {
 	_, ok := rs.UpdatedActions[id]
