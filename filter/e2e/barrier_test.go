@@ -17,7 +17,7 @@ import (
 func panicConfig(t *testing.T, failureMode string) string {
 	return `{"failure_mode":"` + failureMode + `","failure_status":503,"test_hooks":{"panic_header":"x-corazawaf-panic"},` +
 		`"off_worker":{"min_body_bytes":1},"directives":[` +
-		tierDirectives(t, "targeted") + `,"SecResponseBodyAccess On","SecResponseBodyMimeType text/plain"]}`
+		tierDirectives(t, "targeted") + "," + responseDirectives + "]}"
 }
 
 func TestPanicInEveryHookIsContained(t *testing.T) {

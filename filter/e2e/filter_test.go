@@ -152,8 +152,7 @@ func TestDetectOnlyMode(t *testing.T) {
 }
 
 func TestResponseInspection(t *testing.T) {
-	cfg := `{"directives":["SecRuleEngine On","SecResponseBodyAccess On","SecResponseBodyMimeType text/plain",` +
-		`"SecRule RESPONSE_BODY \"@contains secret-token\" \"id:5001,phase:4,deny,status:502,log\""]}`
+	cfg := `{"directives":["SecRuleEngine On",` + responseDirectives + "]}"
 	p := startProxy(t, proxyOptions{config: cfg})
 	if resp := p.do(t, request{path: "/page?reply_ct=text/plain&reply_body=hello"}); resp.status != 200 || resp.body != "hello" {
 		t.Fatalf("clean response: %d %q", resp.status, resp.body)

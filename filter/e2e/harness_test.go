@@ -261,6 +261,12 @@ func eventually(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// responseDirectives inspect text/plain response bodies with a rule that
+// reads them (the filter leaves the response phases out when no rule does):
+// a body holding "secret-token" is answered 502 by rule 5001.
+const responseDirectives = `"SecResponseBodyAccess On","SecResponseBodyMimeType text/plain",` +
+	`"SecRule RESPONSE_BODY \"@contains secret-token\" \"id:5001,phase:4,deny,status:502,log\""`
+
 func tierDirectives(t testing.TB, tier string) string {
 	t.Helper()
 	root, err := envoyproc.RepoRoot()

@@ -17,7 +17,7 @@ var spillBody = strings.Repeat("a=1&", 1<<18)
 func spillingProxy(t *testing.T, tmp string) *proxy {
 	config := `{"failure_mode":"closed","failure_status":503,"test_hooks":{"panic_header":"x-corazawaf-panic"},` +
 		`"off_worker":{"min_body_bytes":1},"directives":[` + tierDirectives(t, "targeted") +
-		`,"SecRequestBodyInMemoryLimit 131072","SecResponseBodyAccess On","SecResponseBodyMimeType text/plain"]}`
+		`,"SecRequestBodyInMemoryLimit 131072",` + responseDirectives + "]}"
 	return startProxy(t, proxyOptions{config: config, module: modulePath(t, "CORAZAWAF_TEST_MODULE", "test/libcorazawaf.so"),
 		env: []string{"TMPDIR=" + tmp}})
 }

@@ -12,7 +12,8 @@ func budgetFilter(t *testing.T) *Filter {
 	t.Helper()
 	f, err := NewFilter([]byte(`{"directives":["SecRuleEngine On","SecRequestBodyAccess On","SecResponseBodyAccess On",`+
 		`"SecResponseBodyMimeType text/plain","SecRequestBodyLimit 4194304","SecResponseBodyLimit 4194304",`+
-		`"SecRule REQUEST_BODY \"@contains attack\" \"id:1,phase:2,deny,log\""],"body_budget_bytes":1048576}`), nil)
+		`"SecRule REQUEST_BODY \"@contains attack\" \"id:1,phase:2,deny,log\"",`+
+		`"SecRule RESPONSE_BODY \"@contains leak\" \"id:2,phase:4,deny,log\""],"body_budget_bytes":1048576}`), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,10 @@ type Engine struct {
 	limits BodyLimits
 	// accel is the accelerator installed in waf, nil when acceleration is off.
 	accel *accel.Accelerator
+	// responseRules is set when a rule runs in phase 3, 4 or 5; without
+	// one, only an audited transaction needs its response phases.
+	responseRules bool
+	audit         auditProbe
 	// detect is the same rule set under SecRuleEngine DetectionOnly, for
 	// routes that run the listener's rules without blocking (see
 	// DetectOnly); the engine itself when it only detects.
@@ -110,7 +114,15 @@ func newEngine(spec engineSpec) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{waf: w, mode: spec.mode, limits: limits, accel: acc}
+	responseRules, err := hasResponseRules(w)
+	if err != nil {
+		return nil, err
+	}
+	audit, err := newAuditProbe(w)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{waf: w, mode: spec.mode, limits: limits, accel: acc, responseRules: responseRules, audit: audit}
 	if e.mode == ModeDetect {
 		e.detect = e
 	}
@@ -200,6 +212,14 @@ func (e *Engine) Close() {
 	if c, ok := e.waf.(experimental.WAFCloser); ok {
 		_ = c.Close() // Coraza's Close only releases cache entries: it cannot fail
 	}
+}
+
+// needsResponse reports whether a transaction's response phases can change
+// anything: a verdict (a rule of phases 3 to 5 reads the response) or its
+// audit record. Without rules that read them, phases 3 and 4 would only fill
+// collections nobody reads, and hold response bodies for nothing.
+func (e *Engine) needsResponse(tx types.Transaction) bool {
+	return e.responseRules || e.audit.audited(tx)
 }
 
 // newTransaction starts a transaction with an id of the module's own (see

@@ -1,7 +1,7 @@
 package waf
 
 import (
-	"errors"
+	"fmt"
 	"reflect"
 
 	"github.com/corazawaf/coraza/v3"
@@ -19,32 +19,28 @@ type BodyLimits struct {
 // readBodyLimits reads the settings from the built WAF. Coraza v3 has no
 // public getter for them, and the glue needs them to raise Envoy's per-stream
 // buffer limit to the inspection limit (or Envoy answers 413 before the WAF
-// has seen the body). Reading them by reflection is a deliberate, tested
-// dependency on Coraza's internal field names (see limits_test.go): a Coraza
-// upgrade that renames them fails the test instead of silently mis-sizing
-// buffers.
+// has seen the body). See internals.go.
 func readBodyLimits(w coraza.WAF) (BodyLimits, error) {
-	v := reflect.ValueOf(w)
-	if v.Kind() == reflect.Struct {
-		v = v.FieldByName("waf")
+	v, err := corazaWAF(w)
+	if err != nil {
+		return BodyLimits{}, fmt.Errorf("reading the body limits: %w", err)
 	}
-	if !v.IsValid() || v.Kind() != reflect.Pointer || v.IsNil() {
-		return BodyLimits{}, errors.New("cannot read Coraza's body limits: unexpected WAF type (Coraza version changed?)")
-	}
-	v = v.Elem()
-	fields := map[string]reflect.Kind{
-		"RequestBodyAccess": reflect.Bool, "RequestBodyLimit": reflect.Int64,
-		"ResponseBodyAccess": reflect.Bool, "ResponseBodyLimit": reflect.Int64,
-	}
-	for name, kind := range fields {
-		if f := v.FieldByName(name); !f.IsValid() || f.Kind() != kind {
-			return BodyLimits{}, errors.New("cannot read Coraza's body limits: field " + name + " missing (Coraza version changed?)")
+	var l BodyLimits
+	for _, f := range []struct {
+		name string
+		kind reflect.Kind
+		set  func(reflect.Value)
+	}{
+		{"RequestBodyAccess", reflect.Bool, func(v reflect.Value) { l.RequestBodyAccess = v.Bool() }},
+		{"RequestBodyLimit", reflect.Int64, func(v reflect.Value) { l.RequestBodyLimit = v.Int() }},
+		{"ResponseBodyAccess", reflect.Bool, func(v reflect.Value) { l.ResponseBodyAccess = v.Bool() }},
+		{"ResponseBodyLimit", reflect.Int64, func(v reflect.Value) { l.ResponseBodyLimit = v.Int() }},
+	} {
+		fv, err := field(v, f.name, f.kind)
+		if err != nil {
+			return BodyLimits{}, fmt.Errorf("reading the body limits: %w", err)
 		}
+		f.set(fv)
 	}
-	return BodyLimits{
-		RequestBodyAccess:  v.FieldByName("RequestBodyAccess").Bool(),
-		RequestBodyLimit:   v.FieldByName("RequestBodyLimit").Int(),
-		ResponseBodyAccess: v.FieldByName("ResponseBodyAccess").Bool(),
-		ResponseBodyLimit:  v.FieldByName("ResponseBodyLimit").Int(),
-	}, nil
+	return l, nil
 }

@@ -337,10 +337,12 @@ func (s *Stream) writeLastFrame(part []byte) Decision {
 func (s *Stream) InspectsRequest() bool { return s.engine != nil }
 
 // InspectsResponse reports whether OnResponseHeaders has work to do: a
-// running transaction that inspects responses and was not answered. The
-// caller need not gather the response headers otherwise.
+// running transaction that inspects responses, was not answered, and whose
+// rule set or audit log reads the response. The caller need not gather the
+// response headers otherwise.
 func (s *Stream) InspectsResponse() bool {
-	return s.tx != nil && !s.replied && *s.settings.InspectResponse && !s.tx.IsInterrupted()
+	return s.tx != nil && !s.replied && *s.settings.InspectResponse && !s.tx.IsInterrupted() &&
+		s.engine.needsResponse(s.tx)
 }
 
 // OnResponseHeaders runs phase 3 and decides whether the body is inspected.
@@ -370,10 +372,17 @@ func (s *Stream) OnResponseHeaders(status int, headers []Header, endOfStream boo
 	return Decision{Action: Hold, BufferLimit: bufferLimitFor(s.engine.limits.ResponseBodyLimit)}
 }
 
+// HoldsResponse reports whether OnResponseBody has work to do: the
+// response body is held for phase 4. The caller need not gather the body's
+// frames otherwise.
+func (s *Stream) HoldsResponse() bool {
+	return s.tx != nil && s.responseHeld && !s.responseDone && !s.replied
+}
+
 // OnResponseBody writes a response frame into the transaction.
 func (s *Stream) OnResponseBody(frames [][]byte, endOfStream bool) Decision {
 	s.testPanic("response_body")
-	if s.tx == nil || !s.responseHeld || s.responseDone || s.replied {
+	if !s.HoldsResponse() {
 		return Decision{}
 	}
 	s.startTimer()
@@ -402,7 +411,7 @@ func (s *Stream) OnResponseBody(frames [][]byte, endOfStream bool) Decision {
 
 // OnResponseTrailers ends a held response that carries trailers.
 func (s *Stream) OnResponseTrailers() Decision {
-	if s.tx == nil || !s.responseHeld || s.responseDone || s.replied {
+	if !s.HoldsResponse() {
 		return Decision{}
 	}
 	s.startTimer()
@@ -703,13 +712,14 @@ func hostWithoutPort(authority string) string {
 
 // SplitAddress parses an address attribute, which Envoy 1.40 gives with the
 // port ("10.0.0.1:8080", "[::1]:8080") and earlier versions without ("::1").
-// fallbackPort is used when the attribute carries no port.
-func SplitAddress(addr string, fallbackPort int) (ip string, port int) {
+// fallbackPort is called only when the attribute carries no port: reading
+// the port attribute is one more call into Envoy, on every request.
+func SplitAddress(addr string, fallbackPort func() int) (ip string, port int) {
 	if host, p, err := net.SplitHostPort(addr); err == nil {
 		if n, err := strconv.Atoi(p); err == nil {
 			return host, n
 		}
-		return host, fallbackPort
+		return host, fallbackPort()
 	}
-	return strings.Trim(addr, "[]"), fallbackPort
+	return strings.Trim(addr, "[]"), fallbackPort()
 }

@@ -330,8 +330,11 @@ func TestSplitAddress(t *testing.T) {
 		{"[::1]", 80, "::1", 80},
 		{"", 0, "", 0},
 	}
+	if _, port := SplitAddress("10.0.0.1:8080", func() int { panic("port read although the address has one") }); port != 8080 {
+		t.Errorf("port %d, want 8080", port)
+	}
 	for _, tt := range tests {
-		ip, port := SplitAddress(tt.in, tt.fallback)
+		ip, port := SplitAddress(tt.in, func() int { return tt.fallback })
 		if ip != tt.ip || port != tt.port {
 			t.Errorf("SplitAddress(%q, %d) = %q, %d; want %q, %d", tt.in, tt.fallback, ip, port, tt.ip, tt.port)
 		}

@@ -84,18 +84,25 @@ func (s stream) attributeInt(id int) (int, bool) {
 }
 
 // connection reads both ends of the connection. Envoy 1.40 puts the port in
-// the address attribute; earlier versions only in the port attribute.
+// the address attribute; earlier versions only in the port attribute, which
+// is then read too.
 func (s stream) connection() waf.Connection {
 	var c waf.Connection
-	srcPort, _ := s.attributeInt(attrSourcePort)
-	dstPort, _ := s.attributeInt(attrDestinationPort)
 	if addr, ok := s.attributeString(attrSourceAddress); ok {
-		c.ClientIP, c.ClientPort = waf.SplitAddress(addr, srcPort)
+		c.ClientIP, c.ClientPort = waf.SplitAddress(addr, s.portAttribute(attrSourcePort))
 	}
 	if addr, ok := s.attributeString(attrDestinationAddress); ok {
-		c.ServerIP, c.ServerPort = waf.SplitAddress(addr, dstPort)
+		c.ServerIP, c.ServerPort = waf.SplitAddress(addr, s.portAttribute(attrDestinationPort))
 	}
 	return c
+}
+
+// portAttribute reads a port attribute when called (0 when Envoy has none).
+func (s stream) portAttribute(id int) func() int {
+	return func() int {
+		port, _ := s.attributeInt(id)
+		return port
+	}
 }
 
 // requestHead gathers what phase 1 needs.

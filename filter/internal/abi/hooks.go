@@ -220,6 +220,9 @@ func envoy_dynamic_module_on_http_filter_response_body(envoyPtr C.envoy_dynamic_
 		return respBodyContinue
 	}
 	f.restoreBufferLimit(s)
+	if !f.stream.HoldsResponse() {
+		return respBodyContinue
+	}
 	d := f.stream.OnResponseBody(s.bodyFrames(C.BODY_RECEIVED_RESPONSE), bool(endOfStream))
 	return pickBody(f.apply(s, d), respBodyContinue, respBodyBuffer, respBodyStop)
 }

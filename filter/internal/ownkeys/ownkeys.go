@@ -46,6 +46,17 @@ const operatorName = "corazawafOwnKeys"
 // above CRS's and ModSecurity's.
 const firstRuleID = 1_989_999_001
 
+// IsOwnRule reports whether a rule id is one of the rules Directives
+// returns.
+func IsOwnRule(id int) bool {
+	return slices.Contains(ownPhases, id-firstRuleID+1)
+}
+
+// ownPhases are the phases with a rule of Directives: none in phase 3
+// (response headers come from Envoy with a string per name; Coraza parses
+// none).
+var ownPhases = []int{1, 2, 4}
+
 var registerOnce sync.Once
 
 // Directives returns the rules, for phases 1, 2 and 4, that must come
@@ -54,7 +65,7 @@ var registerOnce sync.Once
 func Directives() string {
 	registerOnce.Do(func() { plugins.RegisterOperator(operatorName, newOperator) })
 	var b strings.Builder
-	for _, phase := range []int{1, 2, 4} {
+	for _, phase := range ownPhases {
 		fmt.Fprintf(&b, "SecRule REQUEST_METHOD \"@%s %d\" \"id:%d,phase:%d,pass,nolog,noauditlog,t:none\"\n",
 			operatorName, phase, firstRuleID+phase-1, phase)
 	}

@@ -1,0 +1,114 @@
+package waf
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/corazawaf/coraza/v3"
+	"github.com/corazawaf/coraza/v3/types"
+
+	"github.com/wafsweep/wafsweep/filter/internal/ownkeys"
+)
+
+// This file reads what Coraza v3 builds but has no public getter for. Each
+// read is a deliberate, tested dependency on Coraza's internal field names
+// (engine_test.go, internals_test.go): an upgrade that renames one fails
+// with errCorazaChanged at engine build, never silently.
+
+// errCorazaChanged wraps every failed read.
+var errCorazaChanged = errors.New("unexpected Coraza internals (Coraza version changed?)")
+
+// corazaWAF is the built WAF's internal struct (corazawaf.WAF).
+func corazaWAF(w coraza.WAF) (reflect.Value, error) {
+	v := reflect.ValueOf(w)
+	if v.Kind() == reflect.Struct {
+		v = v.FieldByName("waf")
+	}
+	if !v.IsValid() || v.Kind() != reflect.Pointer || v.IsNil() {
+		return reflect.Value{}, fmt.Errorf("%w: WAF of type %T", errCorazaChanged, w)
+	}
+	return v.Elem(), nil
+}
+
+// field is a struct's field of the given kind, or an error naming it.
+func field(v reflect.Value, name string, kind reflect.Kind) (reflect.Value, error) {
+	f := v.FieldByName(name)
+	if !f.IsValid() || f.Kind() != kind {
+		return reflect.Value{}, fmt.Errorf("%w: field %s of %s", errCorazaChanged, name, v.Type())
+	}
+	return f, nil
+}
+
+// responsePhases is the first response phase (3, response headers).
+const responsePhases = types.PhaseResponseHeaders
+
+// hasResponseRules reports whether a rule of the built WAF runs in phase 3,
+// 4 or 5, the module's own key rules aside: those are the rules that read
+// what the response phases add (phase 5 may read the response's status and
+// headers). It reads the final rule list, after removals and action updates,
+// which the rule observer of Coraza's config (called as each rule is added)
+// would not.
+func hasResponseRules(w coraza.WAF) (bool, error) {
+	v, err := corazaWAF(w)
+	if err != nil {
+		return false, err
+	}
+	group, err := field(v, "Rules", reflect.Struct)
+	if err != nil {
+		return false, err
+	}
+	rules, err := field(group, "rules", reflect.Slice)
+	if err != nil {
+		return false, err
+	}
+	for i := range rules.Len() {
+		rule := rules.Index(i)
+		phase, err := field(rule, "Phase_", reflect.Int)
+		if err != nil {
+			return false, err
+		}
+		id, err := field(rule, "ID_", reflect.Int)
+		if err != nil {
+			return false, err
+		}
+		if types.RulePhase(phase.Int()) >= responsePhases && !ownkeys.IsOwnRule(int(id.Int())) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// auditProbe reads a transaction's own audit engine setting, which a rule's
+// ctl:auditEngine may have changed from the WAF's: an audited transaction's
+// record holds the response (status, headers), so its response phases run
+// even without rules that read them.
+type auditProbe struct {
+	txType reflect.Type // *corazawaf.Transaction
+	index  []int        // of its AuditEngine field
+}
+
+// newAuditProbe finds the field on a transaction of the built WAF.
+func newAuditProbe(w coraza.WAF) (auditProbe, error) {
+	tx := w.NewTransaction()
+	defer tx.Close()
+	v := reflect.ValueOf(tx)
+	if v.Kind() != reflect.Pointer {
+		return auditProbe{}, fmt.Errorf("%w: transaction of type %T", errCorazaChanged, tx)
+	}
+	f, ok := v.Type().Elem().FieldByName("AuditEngine")
+	if !ok || f.Type.Kind() != reflect.Int {
+		return auditProbe{}, fmt.Errorf("%w: field AuditEngine of %s", errCorazaChanged, v.Type().Elem())
+	}
+	return auditProbe{txType: v.Type(), index: f.Index}, nil
+}
+
+// audited reports whether Coraza may write the transaction to its audit
+// log; true for a transaction it cannot read.
+func (p auditProbe) audited(tx types.Transaction) bool {
+	v := reflect.ValueOf(tx)
+	if v.Type() != p.txType {
+		return true
+	}
+	return types.AuditEngineStatus(v.Elem().FieldByIndex(p.index).Int()) != types.AuditEngineOff
+}
