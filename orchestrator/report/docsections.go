@@ -330,7 +330,11 @@ func spreadText(median, lo, hi string) string {
 	if lo == "" || hi == "" || m == "" {
 		return m
 	}
-	return fmt.Sprintf("%s (%s-%s)", m, numberText(lo, 0), numberText(hi, 0))
+	from, to := numberText(lo, 0), numberText(hi, 0)
+	if strings.HasPrefix(from, "-") {
+		return fmt.Sprintf("%s (%s to %s)", m, from, to) // "-3-5" would read as a subtraction
+	}
+	return fmt.Sprintf("%s (%s-%s)", m, from, to)
 }
 
 // numberText rounds a CSV number; an empty cell stays empty.

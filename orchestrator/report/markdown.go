@@ -261,7 +261,11 @@ func fmtNum(v float64, decimals int) string {
 	if math.IsNaN(v) {
 		return "n/a"
 	}
-	return strconv.FormatFloat(v, 'f', decimals, 64)
+	text := strconv.FormatFloat(v, 'f', decimals, 64)
+	if strings.TrimLeft(text, "-0.") == "" {
+		return strings.TrimPrefix(text, "-") // -0.2 rounds to 0, not -0
+	}
+	return text
 }
 
 func fmtTime(t time.Time) string {

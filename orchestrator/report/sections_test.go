@@ -286,3 +286,18 @@ func TestTransportTableNamesTheTransport(t *testing.T) {
 		t.Errorf("an audited configuration is in the table:\n%s", got)
 	}
 }
+
+func TestSpreadTextReadsAsARange(t *testing.T) {
+	tests := []struct{ median, lo, hi, want string }{
+		{"146.0", "143.4", "147.4", "146 (143-147)"},
+		{"7.2", "-0.2", "12.6", "7 (0-13)"},
+		{"1.5", "-3.2", "5.9", "2 (-3 to 6)"},
+		{"4.0", "", "", "4"},
+		{"", "", "", ""},
+	}
+	for _, tt := range tests {
+		if got := spreadText(tt.median, tt.lo, tt.hi); got != tt.want {
+			t.Errorf("spreadText(%q, %q, %q) = %q, want %q", tt.median, tt.lo, tt.hi, got, tt.want)
+		}
+	}
+}
