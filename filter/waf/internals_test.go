@@ -19,7 +19,10 @@ func TestHasResponseRules(t *testing.T) {
 		{"a SecAction's default phase is 2", []string{`SecAction "id:2,pass,nolog"`}, false},
 		{"markers read nothing", []string{phase1, "SecMarker END"}, false},
 		{"response headers", []string{phase1, `SecRule RESPONSE_HEADERS:X-Leak "@streq yes" "id:3,phase:3,deny"`}, true},
-		{"response body", []string{`SecRule RESPONSE_BODY "@contains token" "id:4,phase:4,deny"`}, true},
+		// Without SecResponseBodyAccess On a RESPONSE_BODY rule can never
+		// match, and the accelerated build leaves it out: then nothing
+		// reads the response.
+		{"response body", []string{"SecResponseBodyAccess On", `SecRule RESPONSE_BODY "@contains token" "id:4,phase:4,deny"`}, true},
 		{"logging phase", []string{`SecRule RESPONSE_STATUS "@streq 500" "id:5,phase:5,pass,log"`}, true},
 		{"a chain is its parent's phase", []string{
 			`SecRule RESPONSE_STATUS "@streq 500" "id:6,phase:3,chain,deny"`,
