@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -11,17 +12,31 @@ import (
 
 // A full-CRS inspection of a 50 KB body costs hundreds of milliseconds of
 // CPU. The stall test checks that it does not hold up the small requests
-// around it: at half the knee of a mix of GETs with one 50 KB order in ten,
-// the GETs' p99 may be at most twice their p99 with the orders left out.
+// around it, at half the knee of a mix of GETs with one 50 KB order in ten.
 // The same runs with inspection in place (off_worker disabled) are the
-// control: they show what the test would see if large bodies did stall.
+// control: they show what the test sees when large bodies do stall (GET
+// p99 40-75x its value alone), and the test needs them to, or it could not
+// tell. Off the worker, the GETs' p99 must then be
+//   - at most maxStallRatio times their p99 with the orders left out: the
+//     inspection threads share the proxy's one CPU, so a GET may wait a
+//     scheduler slice behind one (1.2-3.0x measured), never a whole
+//     inspection;
+//   - at most maxShareOfControl of the control's mixed GET p99.
 var (
 	stallMix = []share{{plan.ShapeGet, 0.9, 4}, {plan.ShapeJSON50K, 0.1, 3}}
 	getsOnly = []share{{plan.ShapeGet, 1, 4}}
 )
 
-// maxStallRatio is the bound on GET p99 with large bodies over GET p99 alone.
-const maxStallRatio = 2.0
+const (
+	// maxStallRatio bounds GET p99 with large bodies over GET p99 alone.
+	maxStallRatio = 3.0
+	// maxShareOfControl bounds GET p99 with large bodies inspected off the
+	// worker as a share of the same with them inspected in place.
+	maxShareOfControl = 0.2
+	// minControlRatio is how much the control must raise GET p99 for the
+	// test to tell a stall from noise.
+	minControlRatio = 10.0
+)
 
 // stallFigures is one placement's result, written to stall.json.
 type stallFigures struct {
@@ -59,14 +74,33 @@ func TestLargeBodiesDoNotStallOtherStreams(t *testing.T) {
 			break
 		}
 	}
-	figures = append(figures, measureStall(t, "in_place", []string{`"off_worker":{"enabled":false}`}, true, kneeRPS))
+	inPlace := measureStall(t, "in_place", []string{`"off_worker":{"enabled":false}`}, true, kneeRPS)
+	figures = append(figures, inPlace)
 	if err := writeSummaryJSON(filepath.Join(outputDir(t), "stall.json"), figures); err != nil {
 		t.Error(err)
 	}
-	if r := offWorker.Ratio; r > maxStallRatio {
-		t.Errorf("with inspection off the worker, 50 KB orders raise GET p99 %.2fx (%.1f -> %.1f ms), above the %.0fx bound, twice",
-			r, offWorker.GETAloneP99Ms, offWorker.GETMixedP99Ms, maxStallRatio)
+	for _, problem := range stallProblems(offWorker, inPlace) {
+		t.Error(problem)
 	}
+}
+
+// stallProblems checks the off-worker figures against their bounds and the
+// in-place control.
+func stallProblems(offWorker, inPlace stallFigures) []string {
+	if inPlace.Ratio < minControlRatio {
+		return []string{fmt.Sprintf("the in-place control raised GET p99 only %.1fx (%.1f -> %.1f ms), under %.0fx: the test cannot tell a stall from noise here",
+			inPlace.Ratio, inPlace.GETAloneP99Ms, inPlace.GETMixedP99Ms, minControlRatio)}
+	}
+	var problems []string
+	if r := offWorker.Ratio; r > maxStallRatio {
+		problems = append(problems, fmt.Sprintf("with inspection off the worker, 50 KB orders raise GET p99 %.2fx (%.1f -> %.1f ms), above the %.0fx bound, twice",
+			r, offWorker.GETAloneP99Ms, offWorker.GETMixedP99Ms, maxStallRatio))
+	}
+	if limit := maxShareOfControl * inPlace.GETMixedP99Ms; offWorker.GETMixedP99Ms > limit {
+		problems = append(problems, fmt.Sprintf("with inspection off the worker, GET p99 among 50 KB orders is %.1f ms, above %.0f%% of the in-place control's %.1f ms",
+			offWorker.GETMixedP99Ms, 100*maxShareOfControl, inPlace.GETMixedP99Ms))
+	}
+	return problems
 }
 
 // measureStall runs GETs alone, then the mix, at half the knee on a fresh

@@ -40,6 +40,19 @@ func field(v reflect.Value, name string, kind reflect.Kind) (reflect.Value, erro
 	return f, nil
 }
 
+// fieldIndex is the index of a struct type's field of the given kind, or
+// an error naming it: found once, it reads the field of every value.
+func fieldIndex(t reflect.Type, name string, kind reflect.Kind) ([]int, error) {
+	if t.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("%w: %s is not a struct", errCorazaChanged, t)
+	}
+	f, ok := t.FieldByName(name)
+	if !ok || f.Type.Kind() != kind {
+		return nil, fmt.Errorf("%w: field %s of %s", errCorazaChanged, name, t)
+	}
+	return f.Index, nil
+}
+
 // responsePhases is the first response phase (3, response headers).
 const responsePhases = types.PhaseResponseHeaders
 
@@ -62,17 +75,18 @@ func hasResponseRules(w coraza.WAF) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	phase, err := fieldIndex(rules.Type().Elem(), "Phase_", reflect.Int)
+	if err != nil {
+		return false, err
+	}
+	id, err := fieldIndex(rules.Type().Elem(), "ID_", reflect.Int)
+	if err != nil {
+		return false, err
+	}
 	for i := range rules.Len() {
 		rule := rules.Index(i)
-		phase, err := field(rule, "Phase_", reflect.Int)
-		if err != nil {
-			return false, err
-		}
-		id, err := field(rule, "ID_", reflect.Int)
-		if err != nil {
-			return false, err
-		}
-		if types.RulePhase(phase.Int()) >= responsePhases && !ownkeys.IsOwnRule(int(id.Int())) {
+		if types.RulePhase(rule.FieldByIndex(phase).Int()) >= responsePhases &&
+			!ownkeys.IsOwnRule(int(rule.FieldByIndex(id).Int())) {
 			return true, nil
 		}
 	}
@@ -96,11 +110,11 @@ func newAuditProbe(w coraza.WAF) (auditProbe, error) {
 	if v.Kind() != reflect.Pointer {
 		return auditProbe{}, fmt.Errorf("%w: transaction of type %T", errCorazaChanged, tx)
 	}
-	f, ok := v.Type().Elem().FieldByName("AuditEngine")
-	if !ok || f.Type.Kind() != reflect.Int {
-		return auditProbe{}, fmt.Errorf("%w: field AuditEngine of %s", errCorazaChanged, v.Type().Elem())
+	index, err := fieldIndex(v.Type().Elem(), "AuditEngine", reflect.Int)
+	if err != nil {
+		return auditProbe{}, err
 	}
-	return auditProbe{txType: v.Type(), index: f.Index}, nil
+	return auditProbe{txType: v.Type(), index: index}, nil
 }
 
 // audited reports whether Coraza may write the transaction to its audit
