@@ -16,6 +16,7 @@ import (
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
 	"github.com/wafsweep/wafsweep/orchestrator/procstat"
+	"github.com/wafsweep/wafsweep/orchestrator/target"
 )
 
 // startMetadata writes metadata.json for a new sweep, or loads it when
@@ -23,10 +24,14 @@ import (
 func startMetadata(opts Options) (dataset.Metadata, error) {
 	path := filepath.Join(opts.OutDir, MetadataFile)
 	desc := opts.Target.Describe()
+	model, cores := machineOf(desc)
 	if old, err := dataset.ReadMetadata(path); err == nil {
 		if old.SchemaVersion != dataset.SchemaVersion {
 			return old, fmt.Errorf("%s holds a sweep of dataset schema %d, this wafsweep writes schema %d: it cannot be resumed; use another --sweep-id or --results directory",
 				opts.OutDir, max(old.SchemaVersion, 1), dataset.SchemaVersion)
+		}
+		if err := checkMachine(old, opts.OutDir, model, cores); err != nil {
+			return old, err
 		}
 		if err := checkIdentity(old, opts); err != nil {
 			return old, err
@@ -42,16 +47,33 @@ func startMetadata(opts Options) (dataset.Metadata, error) {
 	}
 	m := dataset.Metadata{
 		SchemaVersion: dataset.SchemaVersion, SweepID: opts.SweepID, StartedAt: time.Now().UTC(), CommandLine: opts.CommandLine,
-		Plan: opts.Plan, Versions: opts.Versions, CPUModel: procstat.CPUModel(), Cores: runtime.NumCPU(),
+		Plan: opts.Plan, Versions: opts.Versions, CPUModel: model, Cores: cores,
 		CoreAssignment: desc.CoreAssignment, Target: opts.Target.Name(), Identity: opts.Identity,
 		Notes: slices.Concat(desc.Notes, transportNotes(opts.Plan.Transport())),
 	}
-	if desc.CPUModel != "" {
-		// The proxy runs elsewhere (a cluster node): its processor is the
-		// one the figures are about, not this workstation's.
-		m.CPUModel, m.Cores = desc.CPUModel, desc.Cores
-	}
 	return m, dataset.WriteMetadata(path, m)
+}
+
+// machineOf is the processor the figures are about: the proxy's node's
+// when it runs elsewhere (a cluster), this workstation's otherwise.
+func machineOf(desc target.Description) (model string, cores int) {
+	if desc.CPUModel != "" {
+		return desc.CPUModel, desc.Cores
+	}
+	return procstat.CPUModel(), runtime.NumCPU()
+}
+
+// checkMachine refuses to resume a sweep measured on another processor:
+// the identity digests the CPU assignment but not the machine, and a
+// dataset resumed across sessions may meet another one under the same
+// names (an AMD EPYC VM one day, an Intel Xeon the next), whose figures
+// differ more than the configurations do.
+func checkMachine(old dataset.Metadata, dir, model string, cores int) error {
+	if old.CPUModel == "" || (old.CPUModel == model && old.Cores == cores) {
+		return nil
+	}
+	return fmt.Errorf("%s was measured on %d x %s, this machine is %d x %s: resuming would mix two machines in one dataset; "+
+		"resume it on a machine like the first, or give another --sweep-id", dir, old.Cores, old.CPUModel, cores, model)
 }
 
 // transportNotes say how the load reached the proxy when it was not

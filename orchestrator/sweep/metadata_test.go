@@ -11,7 +11,8 @@ import (
 // A sweep directory remembers the identity of its setup: resuming it with
 // another one (a rebuilt module under the same --sweep-id, say) is refused
 // with what changed, while the same setup, or a directory that predates
-// identities, resumes.
+// identities, resumes. So does one on another processor: the figures of
+// two machines would be mixed.
 func TestResumeRefusesAnotherSetup(t *testing.T) {
 	dir := t.TempDir()
 	base := Options{Plan: plan.Default(), Target: deadTarget{}, SweepID: "s", OutDir: dir, Identity: "aaaa",
@@ -41,9 +42,22 @@ func TestResumeRefusesAnotherSetup(t *testing.T) {
 		t.Fatalf("another plan resumed the sweep: %v", err)
 	}
 
+	// The same setup on another processor (one no machine has) mixes two machines.
+	moved := t.TempDir()
+	m := dataset.Metadata{SchemaVersion: dataset.SchemaVersion, SweepID: "s", Plan: base.Plan, Identity: base.Identity,
+		CPUModel: "no such processor", Cores: 3}
+	if err := dataset.WriteMetadata(moved+"/"+MetadataFile, m); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := base
+	elsewhere.OutDir = moved
+	if _, err := startMetadata(elsewhere); err == nil || !strings.Contains(err.Error(), "3 x no such processor, this machine is") {
+		t.Fatalf("a sweep measured on another processor resumed: %v", err)
+	}
+
 	// Metadata from before identities were recorded takes this run's.
 	old := t.TempDir()
-	m := dataset.Metadata{SchemaVersion: dataset.SchemaVersion, SweepID: "s", Plan: base.Plan}
+	m = dataset.Metadata{SchemaVersion: dataset.SchemaVersion, SweepID: "s", Plan: base.Plan}
 	if err := dataset.WriteMetadata(old+"/"+MetadataFile, m); err != nil {
 		t.Fatal(err)
 	}
