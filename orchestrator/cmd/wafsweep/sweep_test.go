@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
+	"github.com/wafsweep/wafsweep/orchestrator/modulecost"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
 	"github.com/wafsweep/wafsweep/orchestrator/target"
 )
@@ -235,6 +237,32 @@ func TestSplitShapesKeepsMixesWhole(t *testing.T) {
 	} {
 		if got := splitShapes(tc.in); !slices.Equal(got, tc.want) {
 			t.Errorf("splitShapes(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// The matrix profiles measure its slowest configuration instead of
+// reporting it censored below: their descent floor is at most what one
+// core passes of the costliest row of the committed engine benchmark
+// (Envoy only adds to that cost, so the true capacity is no higher).
+func TestMatrixProfilesReachTheSlowestConfiguration(t *testing.T) {
+	engine, err := modulecost.ReadEngineCSV("../../../results/bench/engine.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slowest := slices.MaxFunc(engine, func(a, b modulecost.EngineCost) int { return cmp.Compare(a.CPUNs, b.CPUNs) })
+	capacity := int(float64(time.Second) / slowest.CPUNs)
+	for _, name := range []string{"full", "reference"} {
+		p, err := profilePlan(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Validate(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if p.FloorRPS < 1 || p.FloorRPS > capacity {
+			t.Errorf("%s profile's floor is %d RPS; %s %s %s passes about %d on one core", name, p.FloorRPS,
+				slowest.Flavor, slowest.Tier, slowest.Shape, capacity)
 		}
 	}
 }
