@@ -8,7 +8,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -30,10 +29,7 @@ func startMetadata(opts Options) (dataset.Metadata, error) {
 			return old, fmt.Errorf("%s holds a sweep of dataset schema %d, this wafsweep writes schema %d: it cannot be resumed; use another --sweep-id or --results directory",
 				opts.OutDir, max(old.SchemaVersion, 1), dataset.SchemaVersion)
 		}
-		if err := checkMachine(old, opts.OutDir, model, cores); err != nil {
-			return old, err
-		}
-		if err := checkIdentity(old, opts); err != nil {
+		if err := checkSetup(old, opts, model, cores); err != nil {
 			return old, err
 		}
 		if old.Identity == "" {
@@ -54,26 +50,13 @@ func startMetadata(opts Options) (dataset.Metadata, error) {
 	return m, dataset.WriteMetadata(path, m)
 }
 
-// machineOf is the processor the figures are about: the proxy's node's
-// when it runs elsewhere (a cluster), this workstation's otherwise.
+// machineOf is the processor the figures are about: the one the target
+// names (the proxy's machine), or this one's when it names none.
 func machineOf(desc target.Description) (model string, cores int) {
 	if desc.CPUModel != "" {
 		return desc.CPUModel, desc.Cores
 	}
-	return procstat.CPUModel(), runtime.NumCPU()
-}
-
-// checkMachine refuses to resume a sweep measured on another processor:
-// the identity digests the CPU assignment but not the machine, and a
-// dataset resumed across sessions may meet another one under the same
-// names (an AMD EPYC VM one day, an Intel Xeon the next), whose figures
-// differ more than the configurations do.
-func checkMachine(old dataset.Metadata, dir, model string, cores int) error {
-	if old.CPUModel == "" || (old.CPUModel == model && old.Cores == cores) {
-		return nil
-	}
-	return fmt.Errorf("%s was measured on %d x %s, this machine is %d x %s: resuming would mix two machines in one dataset; "+
-		"resume it on a machine like the first, or give another --sweep-id", dir, old.Cores, old.CPUModel, cores, model)
+	return procstat.CPUInfo()
 }
 
 // transportNotes say how the load reached the proxy when it was not
@@ -93,13 +76,36 @@ func transportNotes(t plan.Transport) []string {
 	return notes
 }
 
-// checkIdentity refuses to resume a sweep measured on another plan, build,
-// CPU assignment or cluster: one dataset would mix two of them. The error
-// names what changed and the way out.
-func checkIdentity(old dataset.Metadata, opts Options) error {
-	if old.Identity == "" || opts.Identity == "" || old.Identity == opts.Identity {
+// checkSetup refuses to resume a sweep measured on another setup: another
+// plan, build, CPU assignment, cluster or processor (a dataset resumed
+// across sessions may meet an AMD EPYC VM one day and an Intel Xeon the
+// next). One dataset would mix two of them. The error names what changed
+// and the way out. The processor is compared even when the identity
+// matches: a cluster's identity digests its flags, not its nodes.
+func checkSetup(old dataset.Metadata, opts Options, model string, cores int) error {
+	processorChanged := old.CPUModel != "" && (old.CPUModel != model || old.Cores != cores)
+	identityChanged := old.Identity != "" && opts.Identity != "" && old.Identity != opts.Identity
+	if !processorChanged && !identityChanged {
 		return nil
 	}
+	var changed []string
+	if processorChanged {
+		changed = append(changed, fmt.Sprintf("the processor (%d x %s, now %d x %s)", old.Cores, old.CPUModel, cores, model))
+	}
+	if identityChanged {
+		changed = append(changed, identityChanges(old, opts)...)
+	}
+	if len(changed) == 0 {
+		changed = append(changed, "the target's cluster, image or CPU settings")
+	}
+	return fmt.Errorf("%s was measured on another setup (%s): resuming would mix two setups in one dataset; "+
+		"give another --sweep-id (or none: the default id names this setup), or rerun with what measured it",
+		opts.OutDir, strings.Join(changed, ", "))
+}
+
+// identityChanges names what differs, of what the identity digests and
+// the metadata records, between two setups whose identities differ.
+func identityChanges(old dataset.Metadata, opts Options) []string {
 	var changed []string
 	oldPlan, _ := json.Marshal(old.Plan)
 	newPlan, _ := json.Marshal(opts.Plan)
@@ -115,10 +121,5 @@ func checkIdentity(old dataset.Metadata, opts Options) error {
 	if old.Target != opts.Target.Name() {
 		changed = append(changed, fmt.Sprintf("the target (%s, now %s)", old.Target, opts.Target.Name()))
 	}
-	if len(changed) == 0 {
-		changed = append(changed, "the target's cluster, image or CPU settings")
-	}
-	return fmt.Errorf("%s was measured on another setup (%s): resuming would mix two setups in one dataset; "+
-		"give another --sweep-id (or none: the default id names this setup), or rerun with what measured it",
-		opts.OutDir, strings.Join(changed, ", "))
+	return changed
 }

@@ -51,7 +51,7 @@ func TestResumeRefusesAnotherSetup(t *testing.T) {
 	}
 	elsewhere := base
 	elsewhere.OutDir = moved
-	if _, err := startMetadata(elsewhere); err == nil || !strings.Contains(err.Error(), "3 x no such processor, this machine is") {
+	if _, err := startMetadata(elsewhere); err == nil || !strings.Contains(err.Error(), "the processor (3 x no such processor, now ") {
 		t.Fatalf("a sweep measured on another processor resumed: %v", err)
 	}
 

@@ -125,9 +125,10 @@ type Usage struct {
 type Description struct {
 	CoreAssignment map[string]string // role -> CPU list
 	Notes          []string
-	// CPUModel and Cores name the processor of the proxy's machine when
-	// it is not this one (a cluster node); empty, the metadata names this
-	// machine's.
+	// CPUModel and Cores name the processor of the proxy's machine, so
+	// that the sweep's identity covers it; empty when the target cannot
+	// tell yet (a cluster before its proxy node is known): the metadata
+	// then names this machine's.
 	CPUModel string
 	Cores    int
 }

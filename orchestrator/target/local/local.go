@@ -141,6 +141,7 @@ func (l *Local) Describe() target.Description {
 		"loadgen": procstat.FormatCPUList(l.opts.LoadgenCPUs),
 		"backend": procstat.FormatCPUList(l.opts.BackendCPUs),
 	}}
+	d.CPUModel, d.Cores = procstat.CPUInfo()
 	if !l.opts.BackendCost.IsZero() {
 		d.Notes = append(d.Notes, l.opts.BackendCost.Note())
 	}

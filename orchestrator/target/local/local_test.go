@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
+	"github.com/wafsweep/wafsweep/orchestrator/procstat"
 )
 
 func TestNewRejectsBadCPUAssignments(t *testing.T) {
@@ -52,6 +53,11 @@ func TestDefaultsSplitTheMachine(t *testing.T) {
 	}
 	if len(d.Notes) == 0 || !strings.Contains(strings.Join(d.Notes, " "), "backend") {
 		t.Fatalf("an in-process backend must be noted: %v", d.Notes)
+	}
+	// The processor is part of the description, hence of the sweep's
+	// identity: the same command on another machine kind is another sweep.
+	if model, cores := procstat.CPUInfo(); d.CPUModel != model || d.Cores != cores || cores < 2 {
+		t.Fatalf("describes the processor as %d x %q, /proc/cpuinfo says %d x %q", d.Cores, d.CPUModel, cores, model)
 	}
 	p := plan.Default()
 	if err := l.CheckModule(p); err == nil || !strings.Contains(err.Error(), "make build") {
