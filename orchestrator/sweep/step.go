@@ -263,15 +263,26 @@ func windowReasons(row dataset.StepRow, proxyCores float64, p plan.Plan) []strin
 		reasons = append(reasons, fmt.Sprintf("the hypervisor took %.1f%% of a CPU from the measured CPUs (limit %.0f%%)", 100*steal, 100*p.MaxCPUSteal))
 	}
 	reasons = append(reasons, latenessReasons(row, p)...)
-	if row.ProxyCompleted >= 0 {
-		// The proxy counts the attacks too.
-		sent := row.Completed + row.AttackCalls
-		slack := counterSlackShare*float64(sent) + counterSlackSeconds*float64(row.TargetRPS) + 2
-		if diff := math.Abs(float64(row.ProxyCompleted - sent)); diff > slack {
-			reasons = append(reasons, fmt.Sprintf("proxy counted %d requests in the window, the load generator %d", row.ProxyCompleted, sent))
-		}
+	if row.ProxyCompleted >= 0 && !countsAgree(row) {
+		reasons = append(reasons, fmt.Sprintf("proxy counted %d requests in the window, the load generator %d (%d of them without a response)",
+			row.ProxyCompleted, row.Completed+row.AttackCalls, row.SocketErrors))
 	}
 	return reasons
+}
+
+// countsAgree: the proxy's count of requests completed in the window
+// matches the load generator's, within a slack for requests that straddle
+// the window's edges. The proxy counts the attacks too. A call that got no
+// response (the client's timeout, a reset) ended at the load generator but
+// may never have ended at the proxy: an overloaded proxy still holds most
+// of them when the client gives up, so those may be missing from the
+// proxy's count, never extra.
+func countsAgree(row dataset.StepRow) bool {
+	sent := row.Completed + row.AttackCalls
+	slack := counterSlackShare*float64(sent) + counterSlackSeconds*float64(row.TargetRPS) + 2
+	lowest := float64(sent-row.SocketErrors) - slack
+	highest := float64(sent) + slack
+	return float64(row.ProxyCompleted) >= lowest && float64(row.ProxyCompleted) <= highest
 }
 
 // latenessReasons: the load generator's own delay in sending (its p99 on

@@ -30,7 +30,20 @@ func TestWindowReasons(t *testing.T) {
 		{"more CPU than one core has", func(r *dataset.StepRow) { r.ProxyCPUS = 30.7 }, 1, "proxy used 1.535 cores over the window, more than the 1"},
 		{"no bound known", func(r *dataset.StepRow) { r.ProxyCPUS = 30.7 }, 0, ""},
 		{"counters a few requests apart", func(r *dataset.StepRow) { r.ProxyCompleted = 20150 }, 1, ""},
-		{"counters apart", func(r *dataset.StepRow) { r.ProxyCompleted = 19000 }, 1, "proxy counted 19000 requests in the window, the load generator 20000"},
+		{"counters apart", func(r *dataset.StepRow) { r.ProxyCompleted = 19000 }, 1, "proxy counted 19000 requests in the window, the load generator 20000 (0 of them without a response)"},
+		{"the proxy counting more than was sent", func(r *dataset.StepRow) { r.ProxyCompleted = 21000 }, 1, "proxy counted 21000 requests in the window, the load generator 20000"},
+		// reference-json_10k's first try, stock module at 1,000 RPS: 355 of
+		// 404 calls timed out while Envoy still held them.
+		{"timed-out calls the proxy never finished", func(r *dataset.StepRow) {
+			r.Completed, r.SocketErrors, r.ProxyCompleted, r.ProxyCPUS = 404, 355, 49, 19.99
+		}, 1, ""},
+		{"timed-out calls the proxy finished after all", func(r *dataset.StepRow) {
+			r.Completed, r.SocketErrors, r.ProxyCompleted, r.ProxyCPUS = 404, 355, 400, 19.99
+		}, 1, ""},
+		{"fewer at the proxy than even the answered calls", func(r *dataset.StepRow) {
+			r.Completed, r.SocketErrors, r.ProxyCompleted = 20000, 1000, 18000
+		}, 1, "proxy counted 18000 requests in the window, the load generator 20000 (1000 of them without a response)"},
+		{"attacks counted at the proxy", func(r *dataset.StepRow) { r.AttackCalls, r.ProxyCompleted = 200, 20200 }, 1, ""},
 		{"no proxy counter", func(r *dataset.StepRow) { r.ProxyCompleted = -1; r.Completed = 5 }, 1, ""},
 		{"late beside a tight objective", func(r *dataset.StepRow) { r.LoadgenLatenessP99Ms, r.SLOMs = 2.6, 10 }, 1, "load generator's own lateness p99 2.60 ms is over 25% of the 10 ms objective"},
 		{"late, but within a quarter of the objective", func(r *dataset.StepRow) { r.LoadgenLatenessP99Ms, r.SLOMs = 2.4, 10 }, 1, ""},
