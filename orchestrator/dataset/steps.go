@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"time"
@@ -66,7 +67,10 @@ type StepRow struct {
 	SocketErrors  int64
 	SocketsOpened int64
 	ErrorRatio    float64
-	AchievedRPS   float64
+	// AchievedRPS is Completed per second of the window (Fortio's
+	// convention: every call that ended, errors and the client's timeouts
+	// included); ServedRPS is what was answered.
+	AchievedRPS float64
 
 	// Latency of the calls intended inside the window, corrected for
 	// coordinated omission: timed from each call's intended send.
@@ -134,6 +138,18 @@ type StepRow struct {
 
 // IsCapacity reports a step of the capacity knee's search.
 func (r StepRow) IsCapacity() bool { return r.SLOMs == 0 && r.Kind != KindBaseline }
+
+// ServedRPS is the 2xx responses per second of the window: what the
+// configuration actually delivered. Unlike AchievedRPS it leaves out the
+// calls the client gave up on and the errors, which an overloaded proxy
+// has many of (a proxy answering 2 requests a second can end 19 calls a
+// second at the client, by timeout). NaN without a window.
+func (r StepRow) ServedRPS() float64 {
+	if r.WindowS <= 0 {
+		return math.NaN()
+	}
+	return float64(r.Completed-r.Non2xx-r.SocketErrors) / r.WindowS
+}
 
 // CapacitySteps keeps the rows of the capacity knee's search.
 func CapacitySteps(rows []StepRow) []StepRow {

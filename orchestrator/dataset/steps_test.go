@@ -323,3 +323,25 @@ func TestStepWriterAddsTheAddedColumnsToAnOlderFile(t *testing.T) {
 		t.Errorf("audit bytes/req %v, %v: want NaN for the older row, 2150.5 for the new one", rows[0].AuditBytesPerReq, rows[1].AuditBytesPerReq)
 	}
 }
+
+func TestServedRPSCountsOnlyAnswers(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		row  StepRow
+		want float64
+	}{
+		{"all answered", StepRow{WindowS: 20, Completed: 20000}, 1000},
+		// reference-json_10k's stock module offered 1,000 RPS: 404 calls
+		// ended in the window, 355 of them by the client's timeout.
+		{"timeouts are not served", StepRow{WindowS: 20.2, Completed: 404, SocketErrors: 355}, 49 / 20.2},
+		{"errors are not served", StepRow{WindowS: 10, Completed: 1000, Non2xx: 100, SocketErrors: 50}, 85},
+		{"no window", StepRow{Completed: 5}, math.NaN()},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := c.row.ServedRPS()
+			if math.IsNaN(c.want) != math.IsNaN(got) || (!math.IsNaN(got) && math.Abs(got-c.want) > 1e-9) {
+				t.Errorf("ServedRPS = %v, want %v", got, c.want)
+			}
+		})
+	}
+}

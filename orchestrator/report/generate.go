@@ -29,7 +29,7 @@ type panel struct {
 // same report as one self-contained page, plots inline) from the datasets.
 //
 // Plots, per tier x shape (flavors without a WAF are drawn in every tier as
-// baselines): achieved vs target RPS, p50/p99 vs target, cores per 1k RPS vs
+// baselines): served (2xx responses per second) vs target RPS, p50/p99 vs target, cores per 1k RPS vs
 // target, one series per flavor, each value the median over valid runs at
 // that target, knees marked. Per flavor: a heatmap of knees (tier x shape)
 // on a color scale shared by all flavors. Knees come from the aggregate rows
@@ -43,10 +43,8 @@ func Generate(dir string, steps []dataset.StepRow, knees []dataset.KneeRow, meta
 	flavors := flavorOrder(steps, summary)
 	panels := panelPlots(steps, summary, flavors)
 	heatmaps := heatmapPlots(summary, flavors)
-	for _, p := range allPlots(panels, heatmaps) {
-		if err := os.WriteFile(filepath.Join(plotsDir, p.file), p.svg, 0o644); err != nil {
-			return fmt.Errorf("report: write plot: %w", err)
-		}
+	if err := writePlotFiles(plotsDir, allPlots(panels, heatmaps)); err != nil {
+		return err
 	}
 	slo, err := dataset.BuildSLOKnees(steps, meta.Plan.Ladder, meta.Plan.KneeOptions(), meta.Plan.SLOMs())
 	if err != nil {
@@ -79,6 +77,31 @@ func Regenerate(dir string) error {
 		return fmt.Errorf("report: %w", err)
 	}
 	return Generate(dir, sw.Steps, sw.Knees, sw.Meta)
+}
+
+// writePlotFiles writes the plots and removes the other SVG files in plotsDir,
+// which the report owns: a plot an earlier version drew under another name
+// would otherwise outlive it, linked from nowhere.
+func writePlotFiles(plotsDir string, plots []plot) error {
+	written := map[string]bool{}
+	for _, p := range plots {
+		if err := os.WriteFile(filepath.Join(plotsDir, p.file), p.svg, 0o644); err != nil {
+			return fmt.Errorf("report: write plot: %w", err)
+		}
+		written[p.file] = true
+	}
+	stale, err := filepath.Glob(filepath.Join(plotsDir, "*.svg"))
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	for _, f := range stale {
+		if !written[filepath.Base(f)] {
+			if err := os.Remove(f); err != nil {
+				return fmt.Errorf("report: remove stale plot: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 func allPlots(panels []panel, heatmaps []plot) []plot {
@@ -182,7 +205,7 @@ func panelPlots(steps []dataset.StepRow, summary []dataset.KneeRow, flavors []st
 				continue
 			}
 			panels = append(panels, panel{tier: tier, shape: shape, plots: []plot{
-				achievedPlot(rows, summary, flavors, tier, shape),
+				servedPlot(rows, summary, flavors, tier, shape),
 				latencyPlot(rows, summary, flavors, tier, shape),
 				coresPlot(rows, summary, flavors, tier, shape),
 			}})
@@ -202,10 +225,22 @@ func inPanel(steps []dataset.StepRow, tier, shape string) []dataset.StepRow {
 	return out
 }
 
-func achievedPlot(rows []dataset.StepRow, summary []dataset.KneeRow, flavors []string, tier, shape string) plot {
+// servedPlot draws what each configuration delivered (2xx responses per
+// second of the window) against what it was offered. Not achieved_rps,
+// which counts the calls the client gave up on: a proxy offered 1,000 RPS
+// that answered 2 a second would show 20.
+func servedPlot(rows []dataset.StepRow, summary []dataset.KneeRow, flavors []string, tier, shape string) plot {
+	chart := servedChart(rows, summary, flavors, tier, shape)
+	return plot{file: plotFile(servedPlotName, tier, shape), title: chart.Title, svg: chart.SVG()}
+}
+
+// servedPlotName names the served-rate plots' files.
+const servedPlotName = "served"
+
+func servedChart(rows []dataset.StepRow, summary []dataset.KneeRow, flavors []string, tier, shape string) LineChart {
 	chart := LineChart{
-		Title:  achievedTitle(tier, shape),
-		XLabel: "target RPS", YLabel: "achieved RPS",
+		Title:  servedTitle(tier, shape),
+		XLabel: "target RPS", YLabel: "served RPS (2xx responses)",
 	}
 	var targets []Point
 	for _, t := range distinctTargets(rows) {
@@ -213,17 +248,17 @@ func achievedPlot(rows []dataset.StepRow, summary []dataset.KneeRow, flavors []s
 	}
 	chart.Series = append(chart.Series, Series{Name: "target", Points: targets, Color: "#999999", Dashed: true})
 	for _, f := range flavors {
-		if pts := medianSeries(rows, f, func(s dataset.StepRow) float64 { return s.AchievedRPS }); pts != nil {
+		if pts := medianSeries(rows, f, dataset.StepRow.ServedRPS); pts != nil {
 			chart.Series = append(chart.Series, Series{Name: f, Points: pts, Color: flavorColor(flavors, f)})
 			chart.Markers = append(chart.Markers, kneeMarkers(summary, f, tier, shape, f)...)
 		}
 	}
 	chart.AutoLog()
-	return plot{file: plotFile("achieved", tier, shape), title: chart.Title, svg: chart.SVG()}
+	return chart
 }
 
-func achievedTitle(tier, shape string) string {
-	return fmt.Sprintf("Achieved vs target RPS: %s, %s", tier, shape)
+func servedTitle(tier, shape string) string {
+	return fmt.Sprintf("Served vs target RPS: %s, %s", tier, shape)
 }
 
 func latencyPlot(rows []dataset.StepRow, summary []dataset.KneeRow, flavors []string, tier, shape string) plot {

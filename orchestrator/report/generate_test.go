@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,7 +60,7 @@ func simulatedSweepWith(t *testing.T, capacities map[plan.Config]int, ladder []i
 			}
 			rows = append(rows, dataset.StepRow{
 				SweepID: "sw-test", ConfigID: cfg.ID(), Flavor: cfg.Flavor, Tier: cfg.Tier, Shape: cfg.Shape,
-				Seq: seq, Kind: string(kind), TargetRPS: rate, Scheduled: st.Scheduled, Completed: st.Completed,
+				Seq: seq, Kind: string(kind), TargetRPS: rate, WindowS: 20, Scheduled: st.Scheduled, Completed: st.Completed,
 				AchievedRPS: achieved, P50Ms: 0.3, P99Ms: 1 + float64(rate)/1000, CoresPer1k: 0.1,
 				ProxyRSSPeakMB: 120, Verdict: dataset.VerdictOf(st),
 			})
@@ -100,6 +101,14 @@ func TestGenerate(t *testing.T) {
 	dir := t.TempDir()
 	meta := testMeta()
 	meta.Plan.FloorRPS = 0 // the notes' method, as simulated
+	// A plot an earlier version drew under a name this one does not use.
+	stale := filepath.Join(dir, "plots", "achieved-full-crs-get.svg")
+	if err := os.MkdirAll(filepath.Dir(stale), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(stale, []byte("<svg/>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := Generate(dir, steps, knees, meta); err != nil {
 		t.Fatal(err)
 	}
@@ -130,8 +139,8 @@ func TestGenerate(t *testing.T) {
 	}
 	wantPlots := []string{
 		"knee-heatmap-envoy.svg", "knee-heatmap-waf.svg",
-		"achieved-full-crs-get.svg", "latency-full-crs-get.svg", "cores-full-crs-get.svg",
-		"achieved-full-crs-json_1k.svg", "latency-full-crs-json_1k.svg", "cores-full-crs-json_1k.svg",
+		"served-full-crs-get.svg", "latency-full-crs-get.svg", "cores-full-crs-get.svg",
+		"served-full-crs-json_1k.svg", "latency-full-crs-json_1k.svg", "cores-full-crs-json_1k.svg",
 	}
 	linked := regexp.MustCompile(`!\[[^\]]*\]\(plots/([^)]+)\)`).FindAllStringSubmatch(report, -1)
 	if len(linked) != len(wantPlots) {
@@ -150,16 +159,43 @@ func TestGenerate(t *testing.T) {
 			t.Errorf("report does not embed %s", name)
 		}
 	}
-	achieved, _ := os.ReadFile(filepath.Join(dir, "plots", "achieved-full-crs-get.svg"))
-	p := parseSVG(t, achieved)
-	for _, want := range []string{"envoy", "waf", "target", "waf knee 2600", "envoy knee >= 4000"} {
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("a plot the report no longer draws is still in plots/ (%v)", err)
+	}
+	if onDisk, _ := filepath.Glob(filepath.Join(dir, "plots", "*.svg")); len(onDisk) != len(wantPlots) {
+		t.Errorf("plots/ holds %d plots, want the %d the report links", len(onDisk), len(wantPlots))
+	}
+	served, _ := os.ReadFile(filepath.Join(dir, "plots", "served-full-crs-get.svg"))
+	p := parseSVG(t, served)
+	for _, want := range []string{"envoy", "waf", "target", "waf knee 2600", "envoy knee >= 4000", "served RPS (2xx responses)"} {
 		if !p.hasText(want) {
-			t.Errorf("achieved plot lacks %q: %q", want, p.texts)
+			t.Errorf("served plot lacks %q: %q", want, p.texts)
 		}
 	}
 	heat, _ := os.ReadFile(filepath.Join(dir, "plots", "knee-heatmap-waf.svg"))
 	if p := parseSVG(t, heat); !p.hasText("2600") || !p.hasText("< 1000") {
 		t.Errorf("heatmap texts %q", p.texts)
+	}
+}
+
+// An overloaded step ends many calls by the client's timeout: the served
+// plot shows the responses, not the ended calls achieved_rps counts.
+func TestServedPlotLeavesOutCallsWithoutResponse(t *testing.T) {
+	rows := []dataset.StepRow{
+		{Flavor: "waf", Tier: "full-crs", Shape: "json_10k", TargetRPS: 10, WindowS: 20, Completed: 200, AchievedRPS: 10},
+		// reference-json_10k, round 0: 404 calls ended, 355 by timeout.
+		{Flavor: "waf", Tier: "full-crs", Shape: "json_10k", TargetRPS: 1000, WindowS: 20, Completed: 404, SocketErrors: 355, AchievedRPS: 20.2},
+	}
+	chart := servedChart(rows, nil, []string{"waf"}, "full-crs", "json_10k")
+	var waf []Point
+	for _, s := range chart.Series {
+		if s.Name == "waf" {
+			waf = s.Points
+		}
+	}
+	want := []Point{{10, 10}, {1000, 49.0 / 20}}
+	if !slices.Equal(waf, want) {
+		t.Errorf("waf series %v, want %v", waf, want)
 	}
 }
 

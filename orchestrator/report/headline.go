@@ -14,7 +14,7 @@ import (
 
 // Headline renders what the project's README quotes from a committed
 // dataset: what was measured, the planner's table when the sweep searched
-// SLO knees, the knee table, and the achieved-rate plot of its first
+// SLO knees, the knee table, and the served-rate plot of its first
 // panel. It reads only the dataset's files, so the README's figures are
 // regenerated from them (make readme-figures) and a test can tell when
 // they are not. shownDir is how the README names the dataset's directory.
@@ -51,8 +51,8 @@ func Headline(dir, shownDir string) ([]byte, error) {
 	}
 	b.WriteString("\n")
 	if tier, shape, ok := firstPanel(steps); ok {
-		// The achieved-rate plot Generate drew for that panel (named, not redrawn).
-		fmt.Fprintf(&b, "![%s](%s)\n", mdText(achievedTitle(tier, shape)), path.Join(shownDir, "plots", plotFile("achieved", tier, shape)))
+		// The served-rate plot Generate drew for that panel (named, not redrawn).
+		fmt.Fprintf(&b, "![%s](%s)\n", mdText(servedTitle(tier, shape)), path.Join(shownDir, "plots", plotFile(servedPlotName, tier, shape)))
 	}
 	return b.Bytes(), nil
 }

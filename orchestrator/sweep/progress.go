@@ -42,9 +42,9 @@ func (p *progress) stepDone(cfg plan.Config, row dataset.StepRow) {
 	p.configsSeen[fmt.Sprintf("%d/%s", row.Round, cfg.ID())] = true
 	left := p.totalConfigs - len(p.configsSeen)
 	eta := time.Duration(float64(left)*p.stepsPerCfg+2) * p.stepTime
-	fmt.Fprintf(p.out, "[%d/%d configs, %s elapsed, ETA %s] r%d %s %s %d rps: %s, achieved %.0f rps, p99 %.2f ms%s\n",
+	fmt.Fprintf(p.out, "[%d/%d configs, %s elapsed, ETA %s] r%d %s %s %d rps: %s, served %.0f rps, p99 %.2f ms%s\n",
 		len(p.configsSeen), p.totalConfigs, time.Since(p.start).Round(time.Second), eta.Round(time.Second),
-		row.Round, cfg.ID(), row.Kind, row.TargetRPS, row.Verdict, row.AchievedRPS, row.P99Ms, reasonSuffix(row))
+		row.Round, cfg.ID(), row.Kind, row.TargetRPS, row.Verdict, row.ServedRPS(), row.P99Ms, reasonSuffix(row))
 }
 
 func (p *progress) note(msg string) {
