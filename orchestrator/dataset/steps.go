@@ -139,16 +139,19 @@ type StepRow struct {
 // IsCapacity reports a step of the capacity knee's search.
 func (r StepRow) IsCapacity() bool { return r.SLOMs == 0 && r.Kind != KindBaseline }
 
-// ServedRPS is the 2xx responses per second of the window: what the
-// configuration actually delivered. Unlike AchievedRPS it leaves out the
-// calls the client gave up on and the errors, which an overloaded proxy
-// has many of (a proxy answering 2 requests a second can end 19 calls a
-// second at the client, by timeout). NaN without a window.
+// Served counts the 2xx responses in the window: the requests the
+// configuration actually delivered, which CPU per request is divided by.
+func (r StepRow) Served() int64 { return r.Completed - r.Non2xx - r.SocketErrors }
+
+// ServedRPS is Served per second of the window. Unlike AchievedRPS it
+// leaves out the calls the client gave up on and the errors, which an
+// overloaded proxy has many of (a proxy answering 2 requests a second can
+// end 20 calls a second at the client, by timeout). NaN without a window.
 func (r StepRow) ServedRPS() float64 {
 	if r.WindowS <= 0 {
 		return math.NaN()
 	}
-	return float64(r.Completed-r.Non2xx-r.SocketErrors) / r.WindowS
+	return float64(r.Served()) / r.WindowS
 }
 
 // CapacitySteps keeps the rows of the capacity knee's search.

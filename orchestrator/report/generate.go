@@ -29,11 +29,12 @@ type panel struct {
 // same report as one self-contained page, plots inline) from the datasets.
 //
 // Plots, per tier x shape (flavors without a WAF are drawn in every tier as
-// baselines): served (2xx responses per second) vs target RPS, p50/p99 vs target, cores per 1k RPS vs
-// target, one series per flavor, each value the median over valid runs at
-// that target, knees marked. Per flavor: a heatmap of knees (tier x shape)
-// on a color scale shared by all flavors. Knees come from the aggregate rows
-// (round "all") when present, else from the round rows.
+// baselines): served (2xx responses per second) vs target RPS, p50/p99 vs
+// target, cores per 1k RPS vs target, one series per flavor, each value
+// the median over valid runs at that target, knees marked. Per flavor: a
+// heatmap of knees (tier x shape) on a color scale shared by all flavors.
+// Knees come from the aggregate rows (round "all") when present, else from
+// the round rows.
 func Generate(dir string, steps []dataset.StepRow, knees []dataset.KneeRow, meta dataset.Metadata) error {
 	plotsDir := filepath.Join(dir, "plots")
 	if err := os.MkdirAll(plotsDir, 0o755); err != nil {

@@ -183,7 +183,7 @@ func (c *configRun) fill(row *dataset.StepRow, res loadgen.Result, edges [2]edge
 		row.ProxyThrottledS = after.ProxyThrottledSeconds - before.ProxyThrottledSeconds
 	}
 	fillWrites(row, before, after)
-	ok := row.Completed - row.Non2xx - row.SocketErrors
+	ok := row.Served()
 	switch {
 	case ok <= 0:
 	case c.cfg.Flavor == plan.FlavorDirect && !math.IsNaN(row.BackendCPUS):
