@@ -165,6 +165,22 @@ func CapacitySteps(rows []StepRow) []StepRow {
 	return out
 }
 
+// AsRecorded is row as steps.csv records it and ReadSteps reads it back:
+// its figures rounded to significantDigits. The sweep judges a step on it,
+// so that the verdict it acts on is the one a replay of steps.csv derives
+// (a p99 of 10.0000004 ms, written "10", would otherwise fail a 10 ms
+// objective live and meet it in the dataset, and a resumed search would
+// not replay).
+func AsRecorded(row StepRow) StepRow {
+	back, err := stepSchema.decode(stepSchema.encode(&row))
+	if err != nil {
+		// Every column reads back what it writes (TestAsRecordedIsAFixedPoint);
+		// a row that did not would fail loudly when steps.csv is read.
+		return row
+	}
+	return back
+}
+
 // KneeStep is the row as the knee search sees it (used to replay a search):
 // an SLO search's row passes only within its objective.
 func (r StepRow) KneeStep() knee.Step {

@@ -90,6 +90,37 @@ func TestStepsRoundTrip(t *testing.T) {
 	}
 }
 
+// A step is judged on the figures steps.csv keeps: AsRecorded is what
+// ReadSteps gives back, and recording it again changes nothing.
+func TestAsRecordedIsAFixedPoint(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "steps.csv")
+	row := fullRow(0, "waf/full-crs/json_1k", 0)
+	row.P99Ms, row.CoresPer1k = 10.0000004, 0.123456789
+	row.Verdict, row.Reasons, row.AttackMisses, row.BenignBlocked = VerdictPass, nil, 0, 0
+	live := row.KneeStep()
+	live.MaxP99Ms = 10
+	if live.Passed() {
+		t.Fatal("the unrounded step meets the objective: the case proves nothing")
+	}
+	recorded := AsRecorded(row)
+	if recorded.P99Ms != 10 || recorded.CoresPer1k != 0.123457 {
+		t.Errorf("recorded p99 %v, cores/1k %v: want the CSV's 10 and 0.123457", recorded.P99Ms, recorded.CoresPer1k)
+	}
+	st := recorded.KneeStep()
+	st.MaxP99Ms = 10
+	if !st.Passed() {
+		t.Errorf("the recorded step fails a 10 ms objective that steps.csv says it meets")
+	}
+	writeRows(t, path, row)
+	got, err := ReadSteps(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !reflect.DeepEqual(got[0], recorded) || !reflect.DeepEqual(AsRecorded(recorded), recorded) {
+		t.Errorf("read back %+v\nrecorded %+v", got, recorded)
+	}
+}
+
 func TestStepsNotMeasuredRoundTrips(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "steps.csv")
 	row := fullRow(0, "envoy/none/get", 0)

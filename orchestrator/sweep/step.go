@@ -210,6 +210,7 @@ func (c *configRun) fill(row *dataset.StepRow, res loadgen.Result, edges [2]edge
 	if len(row.Reasons) > 0 {
 		row.Verdict = dataset.VerdictInvalid
 	}
+	*row = dataset.AsRecorded(*row) // judged on the figures steps.csv keeps
 	step := row.KneeStep()
 	row.Completion, row.ErrorRatio = step.Completion(), step.ErrorRatio()
 	row.Verdict = dataset.VerdictOf(step)
