@@ -15,7 +15,7 @@ const KindBaseline = "baseline"
 // BaselineRates lists, ascending, the rates that the WAF configurations of
 // one round and shape report (capacity knees and SLO knees) at which the
 // round's vanilla Envoy has no valid step yet.
-func BaselineRates(steps []StepRow, round int, shape string, ladder []int, opts knee.Options, slos []float64) ([]int, error) {
+func BaselineRates(steps []StepRow, round int, shape string, ladder []int, opts knee.Options, objectives Objectives) ([]int, error) {
 	order, searches := groupSearches(steps)
 	envoyID := plan.Config{Flavor: plan.FlavorEnvoy, Tier: plan.TierNone, Shape: shape}.ID()
 	var rates []int
@@ -24,7 +24,7 @@ func BaselineRates(steps []StepRow, round int, shape string, ladder []int, opts 
 		if key.round != round || rows[0].Shape != shape || !plan.HasWAF(rows[0].Flavor) {
 			continue
 		}
-		reported, err := reportedRates(rows, ladder, opts, slos)
+		reported, err := reportedRates(rows, ladder, opts, objectives)
 		if err != nil {
 			return nil, err
 		}
@@ -37,7 +37,7 @@ func BaselineRates(steps []StepRow, round int, shape string, ladder []int, opts 
 }
 
 // reportedRates are the rates one search's rows are reported at.
-func reportedRates(rows []StepRow, ladder []int, opts knee.Options, slos []float64) ([]int, error) {
+func reportedRates(rows []StepRow, ladder []int, opts knee.Options, objectives Objectives) ([]int, error) {
 	capacity, err := knee.Replay(ladder, opts, kneeSteps(CapacitySteps(rows)))
 	if err != nil {
 		return nil, err
@@ -46,7 +46,7 @@ func reportedRates(rows []StepRow, ladder []int, opts knee.Options, slos []float
 	if res := capacity.Result(); res.Done && !res.Invalid && res.Knee > 0 {
 		rates = append(rates, res.Knee)
 	}
-	results, _, err := SLOSearches(rows, capacity.Result(), slos, opts)
+	results, _, err := SLOSearches(rows, capacity.Result(), objectives, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -58,8 +58,8 @@ var sloKneeSchema = slices.Concat(schema[SLOKneeRow]{
 // BuildSLOKnees derives slo_knees.csv from steps.csv, replaying every
 // (round, config)'s capacity search and then its SLO searches exactly as
 // the sweep ran them.
-func BuildSLOKnees(steps []StepRow, ladder []int, opts knee.Options, slos []float64) ([]SLOKneeRow, error) {
-	if len(slos) == 0 {
+func BuildSLOKnees(steps []StepRow, ladder []int, opts knee.Options, objectives Objectives) ([]SLOKneeRow, error) {
+	if len(objectives.Ms) == 0 {
 		return nil, nil
 	}
 	order, searches := groupSearches(steps)
@@ -70,7 +70,7 @@ func BuildSLOKnees(steps []StepRow, ladder []int, opts knee.Options, slos []floa
 		if err != nil {
 			return nil, fmt.Errorf("build slo knees: round %d, config %s: %w", key.round, key.configID, err)
 		}
-		results, pending, err := SLOSearches(all, capacity.Result(), slos, opts)
+		results, pending, err := SLOSearches(all, capacity.Result(), objectives, opts)
 		if err != nil {
 			return nil, fmt.Errorf("build slo knees: round %d, config %s: %w", key.round, key.configID, err)
 		}
@@ -106,7 +106,7 @@ func sloRoundRow(rows []StepRow, res SLOResult) SLOKneeRow {
 
 // withSLOAggregates appends, per (config, objective), the median over the
 // rounds whose search decided it (searched or at its bound; a knee of 0,
-// below the floor, counts as decided too).
+// below the floor, counts as decided too), contested when a round is.
 func withSLOAggregates(rows []SLOKneeRow) []SLOKneeRow {
 	type key struct {
 		config string
@@ -134,7 +134,7 @@ func sloAggregate(rounds []SLOKneeRow) SLOKneeRow {
 	var decided []SLOKneeRow
 	for _, r := range rounds {
 		switch r.Status {
-		case SLOSearched, SLOAtBound, SLOBelowFloor:
+		case SLOSearched, SLOAtBound, SLOContested, SLOBelowFloor:
 			decided = append(decided, r)
 		}
 	}
@@ -147,6 +147,9 @@ func sloAggregate(rounds []SLOKneeRow) SLOKneeRow {
 	knees := values(decided, func(r SLOKneeRow) float64 { return float64(r.KneeRPS) })
 	a.KneeRPS = int(math.Round(Median(knees)))
 	a.Status = decided[0].Status
+	if slices.ContainsFunc(decided, func(r SLOKneeRow) bool { return r.Status == SLOContested }) {
+		a.Status = SLOContested // a median that a contested round moves is contested too
+	}
 	a.KneeMinRPS, a.KneeMaxRPS = slices.Min(knees), slices.Max(knees)
 	a.P99Ms = Median(values(decided, func(r SLOKneeRow) float64 { return r.P99Ms }))
 	a.CoresPer1k = Median(values(decided, func(r SLOKneeRow) float64 { return r.CoresPer1k }))

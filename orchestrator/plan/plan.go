@@ -58,6 +58,9 @@ type Plan struct {
 	// configuration is searched for (see dataset.SLOSearches); none turns
 	// the SLO searches off.
 	SLOs []time.Duration
+	// SLORule is how an objective is decided met at its bound without a
+	// search of its own (see dataset.SLOSearches).
+	SLORule SLORule
 	// EnvoyEnv is Envoy's environment beyond what every sweep gives it,
 	// KEY=VALUE each: the module's Go runtime knobs (GOGC, GOMEMLIMIT,
 	// GODEBUG, GOMAXPROCS) are set only from here (see EnvoyEnviron).
@@ -96,6 +99,7 @@ func Default() Plan {
 		MaxCPUSteal:        0.02,
 		KneeResolution:     0.05,
 		SLOs:               []time.Duration{10 * time.Millisecond, 50 * time.Millisecond, 250 * time.Millisecond},
+		SLORule:            SLOEveryRun,
 		Protocol:           ProtocolH1,
 	}
 }
@@ -124,6 +128,9 @@ type planJSON struct {
 	// is read and ignored there; LoadFile refuses it in a plan file.
 	RetiredP99SLO *string  `json:"p99_slo,omitempty"`
 	SLOs          []string `json:"slos"`
+	// Omitted for SLOLastRun, the rule of every sweep before the field,
+	// so that those sweeps keep their identity.
+	SLORule SLORule `json:"slo_rule,omitempty"`
 	// Omitted when empty, so that the sweeps before it keep their identity.
 	EnvoyEnv []string `json:"envoy_env,omitempty"`
 	AuditLog bool     `json:"audit_log,omitempty"`
@@ -142,7 +149,7 @@ func (p Plan) MarshalJSON() ([]byte, error) {
 		Warmup: p.Warmup.String(), Measure: p.Measure.String(), Cooldown: p.Cooldown.String(),
 		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenLateness: p.MaxLoadgenLateness,
 		MaxLoadgenDelay: p.MaxLoadgenDelay.String(), MaxCPUSteal: p.MaxCPUSteal, KneeResolution: p.KneeResolution,
-		SLOs: durationStrings(p.SLOs), EnvoyEnv: p.EnvoyEnv, AuditLog: p.AuditLog,
+		SLOs: durationStrings(p.SLOs), SLORule: omitLastRun(p.SLORule), EnvoyEnv: p.EnvoyEnv, AuditLog: p.AuditLog,
 		Protocol: omitH1(p.Protocol), TLS: p.TLS, AttackSharePct: p.AttackSharePct,
 	})
 }
@@ -159,7 +166,7 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 		Warmup: p.Warmup.String(), Measure: p.Measure.String(), Cooldown: p.Cooldown.String(),
 		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenLateness: p.MaxLoadgenLateness,
 		MaxLoadgenDelay: p.MaxLoadgenDelay.String(), MaxCPUSteal: p.MaxCPUSteal, KneeResolution: p.KneeResolution,
-		SLOs: durationStrings(p.SLOs), EnvoyEnv: slices.Clone(p.EnvoyEnv), AuditLog: p.AuditLog,
+		SLOs: durationStrings(p.SLOs), SLORule: p.SLORule, EnvoyEnv: slices.Clone(p.EnvoyEnv), AuditLog: p.AuditLog,
 		Protocol: p.Protocol, TLS: p.TLS, AttackSharePct: p.AttackSharePct,
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -192,6 +199,13 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 	if p.Protocol == "" { // a plan from before the field: HTTP/1.1
 		p.Protocol = ProtocolH1
 	}
+	// Decoded over the defaults (a plan file), an omitted rule is the
+	// default; over nothing (a sweep's metadata), it is the rule of the
+	// sweeps before the field.
+	p.SLORule = f.SLORule
+	if p.SLORule == "" {
+		p.SLORule = SLOLastRun
+	}
 	slos, err := ParseDurations(f.SLOs)
 	if err != nil {
 		return fmt.Errorf("slos: %w", err)
@@ -211,6 +225,15 @@ func ParseDurations(texts []string) ([]time.Duration, error) {
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// omitLastRun leaves SLOLastRun out of the file form, so that the plans
+// written before SLORule existed keep their identity.
+func omitLastRun(rule SLORule) SLORule {
+	if rule == SLOLastRun {
+		return ""
+	}
+	return rule
 }
 
 // omitH1 leaves HTTP/1.1 out of the file form, so that the plans written

@@ -86,6 +86,7 @@ func TestValidate(t *testing.T) {
 		{"steal", func(p *Plan) { p.MaxCPUSteal = 2 }, []string{"max_cpu_steal = 2"}},
 		{"no delay allowed", func(p *Plan) { p.MaxLoadgenDelay = 0 }, []string{"max_loadgen_delay = 0s: use a positive duration"}},
 		{"repeated slo", func(p *Plan) { p.SLOs = []time.Duration{time.Millisecond, time.Millisecond} }, []string{"slos: 1ms: use distinct positive durations"}},
+		{"unknown slo rule", func(p *Plan) { p.SLORule = "first_run" }, []string{`slo_rule = "first_run": use "every_run"`}},
 		{"negative floor", func(p *Plan) { p.FloorRPS = -1 },
 			[]string{"floor_rps = -1: set floor_rps between 1 and 999 (below the ladder's first rate 1000), or to 0 to turn the descent below the ladder off"}},
 		{"floor at the first rate", func(p *Plan) { p.FloorRPS = 1000 }, []string{"floor_rps = 1000: set floor_rps between 1 and 999"}},
@@ -391,6 +392,38 @@ func TestTransportRoundTripsAndIsOmittedWhenDefault(t *testing.T) {
 	back = Default()
 	if err := json.Unmarshal(data, &back); err != nil || back.Transport() != p.Transport() {
 		t.Errorf("read back %+v (%v) from %s", back.Transport(), err, data)
+	}
+}
+
+// A sweep's metadata from before SLORule has none, and its SLO knees were
+// decided by the last run at the bound: it reads back as SLOLastRun and
+// writes no field, so that its identity and its replay stay as they were.
+// A plan file without the field gets the default, SLOEveryRun.
+func TestSLORuleOfOldSweepsAndOfPlanFiles(t *testing.T) {
+	p := Default()
+	p.SLORule = SLOLastRun
+	old, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(old), "slo_rule") {
+		t.Errorf("a last_run plan writes its rule: %s", old)
+	}
+	var metadata Plan // how dataset.ReadMetadata decodes it
+	if err := json.Unmarshal(old, &metadata); err != nil || metadata.SLORule != SLOLastRun {
+		t.Errorf("old sweep's plan reads back with rule %q (%v), want last_run", metadata.SLORule, err)
+	}
+	fromFile, err := LoadFile(writeFile(t, `{"rounds": 2}`))
+	if err != nil || fromFile.SLORule != SLOEveryRun {
+		t.Errorf("plan file without slo_rule: rule %q (%v), want every_run", fromFile.SLORule, err)
+	}
+	current, err := json.Marshal(Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Plan
+	if err := json.Unmarshal(current, &back); err != nil || back.SLORule != SLOEveryRun || !strings.Contains(string(current), `"slo_rule":"every_run"`) {
+		t.Errorf("default plan %s reads back with rule %q (%v)", current, back.SLORule, err)
 	}
 }
 

@@ -195,6 +195,9 @@ func (p Plan) checkRun() []error {
 	if p.MaxLoadgenDelay <= 0 {
 		errs = append(errs, fmt.Errorf("max_loadgen_delay = %s: use a positive duration, e.g. 10ms", p.MaxLoadgenDelay))
 	}
+	if !p.SLORule.valid() {
+		errs = append(errs, fmt.Errorf("slo_rule = %q: use %q (or %q, to replay sweeps made before the rule existed)", p.SLORule, SLOEveryRun, SLOLastRun))
+	}
 	for i, slo := range p.SLOs {
 		if slo <= 0 || slices.Contains(p.SLOs[:i], slo) {
 			errs = append(errs, fmt.Errorf("slos: %s: use distinct positive durations, e.g. 10ms,50ms,250ms", slo))

@@ -47,7 +47,7 @@ func Generate(dir string, steps []dataset.StepRow, knees []dataset.KneeRow, meta
 	if err := writePlotFiles(plotsDir, allPlots(panels, heatmaps)); err != nil {
 		return err
 	}
-	slo, err := dataset.BuildSLOKnees(steps, meta.Plan.Ladder, meta.Plan.KneeOptions(), meta.Plan.SLOMs())
+	slo, err := dataset.BuildSLOKnees(steps, meta.Plan.Ladder, meta.Plan.KneeOptions(), dataset.ObjectivesOf(meta.Plan))
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -366,4 +367,37 @@ func generated(t *testing.T, steps []dataset.StepRow, ladder []int, meta dataset
 		t.Fatal(err)
 	}
 	return dir, string(md)
+}
+
+// A figure the last_run rule met at its bound although another run there
+// was over the objective is marked, and the note under the table says
+// what to plan on; a table without one carries neither.
+func TestPlannerMarksContestedFigures(t *testing.T) {
+	row := func(config string, slo float64, knee int, status string) dataset.SLOKneeRow {
+		return dataset.SLOKneeRow{Round: dataset.AllRounds, ConfigID: config, Flavor: "nginx-modsecurity", SLOMs: slo,
+			KneeRPS: knee, Status: status, CoresPer1k: 1}
+	}
+	const config = "nginx-modsecurity/full-crs/get"
+	censored := []dataset.KneeRow{{Round: dataset.AllRounds, ConfigID: config, KneeRPS: 1000, Censored: dataset.CensoredAbove}}
+	for _, tt := range []struct {
+		name    string
+		status  string
+		summary []dataset.KneeRow
+		cell    string
+	}{
+		{"contested", dataset.SLOContested, nil, "| 1000 † | 1.000 |"},
+		{"every run met it", dataset.SLOAtBound, nil, "| 1000 | 1.000 |"},
+		{"contested at the ladder's top", dataset.SLOContested, censored, "| >= 1000 † | 1.000 |"},
+	} {
+		var b bytes.Buffer
+		slo := []dataset.SLOKneeRow{row(config, 10, 1000, tt.status), row(config, 50, 1000, dataset.SLOAtBound)}
+		writePlannerTable(&b, "", testMeta(), slo, tt.summary)
+		table := b.String()
+		if !strings.Contains(table, "| `"+config+"` "+tt.cell) {
+			t.Errorf("%s: the 10 ms cell is not %q:\n%s", tt.name, tt.cell, table)
+		}
+		if got, want := strings.Contains(table, contestedNote), tt.status == dataset.SLOContested; got != want {
+			t.Errorf("%s: note under the table: %v, want %v:\n%s", tt.name, got, want, table)
+		}
+	}
 }

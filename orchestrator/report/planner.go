@@ -34,6 +34,7 @@ func writePlannerTable(b *bytes.Buffer, heading string, meta dataset.Metadata, s
 		cols = append(cols, p+": RPS", p+": cores/1k")
 	}
 	writeTableHeader(b, cols)
+	contested := false
 	for _, config := range sloConfigs(rows) {
 		cells := []string{"`" + config + "`"}
 		for _, o := range objectives {
@@ -43,12 +44,9 @@ func writePlannerTable(b *bytes.Buffer, heading string, meta dataset.Metadata, s
 				cells = append(cells, "n/a", "n/a")
 			case r.KneeRPS == 0:
 				cells = append(cells, "< floor ("+r.Status+")", "n/a")
-			case r.Status == dataset.SLOAtBound && censoredAbove(summary, config):
-				// Met at a capacity bound that is the ladder's top: the
-				// configuration may serve more within the objective.
-				cells = append(cells, ">= "+strconv.Itoa(r.KneeRPS), fmtNum(r.CoresPer1k, 3))
 			default:
-				cells = append(cells, strconv.Itoa(r.KneeRPS), fmtNum(r.CoresPer1k, 3))
+				contested = contested || r.Status == dataset.SLOContested
+				cells = append(cells, sloRateText(r, censoredAbove(summary, config)), fmtNum(r.CoresPer1k, 3))
 			}
 		}
 		writeTableRow(b, cells)
@@ -56,9 +54,36 @@ func writePlannerTable(b *bytes.Buffer, heading string, meta dataset.Metadata, s
 	b.WriteString("\nThe rate is the highest at which the configuration passed with its p99, corrected for " +
 		"coordinated omission, within the objective (searched to the plan's resolution below the capacity knee); " +
 		"cores per 1k RPS are measured at that rate.\n\n")
+	if contested {
+		b.WriteString(contestedNote + "\n\n")
+	}
 	if line := workedLine(meta, rows, objectives); line != "" {
 		b.WriteString(line + "\n\n")
 	}
+}
+
+// contestedMark flags a rate met only by the last of its runs there (see
+// dataset.SLOContested), and contestedNote says so under the table.
+const (
+	contestedMark = "†"
+	contestedNote = contestedMark + " Met at this rate by the last of its runs there only (`slo_rule` last_run, the rule of " +
+		"the sweeps made before it was replaced): another run at this rate was over the objective, so plan below it. " +
+		"`steps.csv` has every run; sweeps with `slo_rule` every_run search below such a rate instead."
+)
+
+// sloRateText is an objective's rate as the planner's table shows it.
+func sloRateText(r dataset.SLOKneeRow, capacityCensoredAbove bool) string {
+	text := strconv.Itoa(r.KneeRPS)
+	atBound := r.Status == dataset.SLOAtBound || r.Status == dataset.SLOContested
+	if atBound && capacityCensoredAbove {
+		// Met at a capacity bound that is the ladder's top: the
+		// configuration may serve more within the objective.
+		text = ">= " + text
+	}
+	if r.Status == dataset.SLOContested {
+		text += " " + contestedMark
+	}
+	return text
 }
 
 // censoredAbove reports whether a configuration's capacity knee (its

@@ -166,7 +166,7 @@ func (c *configRun) next() (rate int, kind knee.Kind, sloMs float64, done bool, 
 	if rate, kind, done := c.search.Next(); !done {
 		return rate, kind, 0, false, nil
 	}
-	_, pending, err := dataset.SLOSearches(c.journal.Steps(c.round, c.cfg.ID()), c.search.Result(), c.opts.Plan.SLOMs(), c.opts.Plan.KneeOptions())
+	_, pending, err := dataset.SLOSearches(c.journal.Steps(c.round, c.cfg.ID()), c.search.Result(), dataset.ObjectivesOf(c.opts.Plan), c.opts.Plan.KneeOptions())
 	if err != nil {
 		return 0, "", 0, true, fmt.Errorf("%s round %d: %w", c.cfg.ID(), c.round, err)
 	}

@@ -162,7 +162,7 @@ func (r *runner) baselines(ctx context.Context, round int) error {
 		return nil
 	}
 	for _, shapeName := range r.opts.Plan.Shapes {
-		rates, err := dataset.BaselineRates(r.journal.Rows(), round, shapeName, r.opts.Plan.Ladder, r.kneeOptions(), r.opts.Plan.SLOMs())
+		rates, err := dataset.BaselineRates(r.journal.Rows(), round, shapeName, r.opts.Plan.Ladder, r.kneeOptions(), dataset.ObjectivesOf(r.opts.Plan))
 		if err != nil || len(rates) == 0 {
 			return err
 		}
@@ -207,18 +207,8 @@ func (r *runner) config(ctx context.Context, round int, cfg plan.Config) error {
 // from steps.csv.
 func (r *runner) writeOutputs(finished bool) error {
 	steps := r.journal.Rows()
-	knees, err := dataset.BuildKnees(steps, r.opts.Plan.Ladder, r.kneeOptions())
+	knees, err := dataset.WriteDerived(r.opts.OutDir, steps, r.opts.Plan)
 	if err != nil {
-		return fmt.Errorf("building knees: %w", err)
-	}
-	if err := dataset.WriteKnees(filepath.Join(r.opts.OutDir, KneesFile), knees); err != nil {
-		return err
-	}
-	slo, err := dataset.BuildSLOKnees(steps, r.opts.Plan.Ladder, r.kneeOptions(), r.opts.Plan.SLOMs())
-	if err != nil {
-		return fmt.Errorf("building SLO knees: %w", err)
-	}
-	if err := dataset.WriteSLOKnees(filepath.Join(r.opts.OutDir, SLOKneesFile), slo); err != nil {
 		return err
 	}
 	if finished {

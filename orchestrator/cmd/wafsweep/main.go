@@ -12,6 +12,7 @@ import (
 
 	"github.com/wafsweep/wafsweep/orchestrator/backend"
 	"github.com/wafsweep/wafsweep/orchestrator/compare"
+	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/modulecost"
 	"github.com/wafsweep/wafsweep/orchestrator/report"
 )
@@ -21,8 +22,9 @@ const usage = `usage: wafsweep <command> [flags]
 commands:
   sweep        run (or resume) a sweep; see wafsweep sweep -h
   compare      compare two sweeps config by config: wafsweep compare DIR_A DIR_B
-  report       draw a sweep's plots, report.md and report.html again from its
-               datasets: wafsweep report SWEEP_DIR
+  report       derive a sweep's knees.csv and slo_knees.csv from its steps.csv
+               again, then draw its plots, report.md and report.html:
+               wafsweep report SWEEP_DIR
   module-cost  the module's cost per request from the --profile module-cost and
                module-cost-full-crs sweeps:
                wafsweep module-cost ENGINE_CSV OUT_CSV SWEEP_DIR...
@@ -71,11 +73,16 @@ func runCompare(args []string) int {
 	return 0
 }
 
-// runReport regenerates a sweep directory's report from its datasets.
+// runReport derives a sweep directory's knees and SLO knees from its
+// steps again, then its report.
 func runReport(args []string) int {
 	if len(args) != 1 {
-		fmt.Fprintln(os.Stderr, "usage: wafsweep report SWEEP_DIR (a sweep directory, with its steps.csv, knees.csv and metadata.json)")
+		fmt.Fprintln(os.Stderr, "usage: wafsweep report SWEEP_DIR (a sweep directory, with its steps.csv and metadata.json)")
 		return 2
+	}
+	if err := dataset.Rederive(args[0]); err != nil {
+		fmt.Fprintf(os.Stderr, "wafsweep report: %v\n", err)
+		return 1
 	}
 	if err := report.Regenerate(args[0]); err != nil {
 		fmt.Fprintf(os.Stderr, "wafsweep report: %v\n", err)
