@@ -81,3 +81,39 @@ func TestEveryCommittedSweepReads(t *testing.T) {
 		}
 	}
 }
+
+// Every committed sweep's knees.csv and slo_knees.csv are what this
+// version derives from its steps.csv and plan: a change to how they are
+// derived (a new status, a new rule for old plans) re-derives them with
+// `wafsweep report`, so no committed figure is one the tool no longer
+// stands behind.
+func TestEveryCommittedSweepsDerivedFilesAreCurrent(t *testing.T) {
+	dirs, err := repofiles.CommittedDirs("results", dataset.MetadataFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range dirs {
+		rel := filepath.Join(filepath.Base(filepath.Dir(dir)), filepath.Base(dir))
+		sw, err := dataset.ReadSweep(dir)
+		if err != nil {
+			t.Errorf("%s: %v", rel, err)
+			continue
+		}
+		derived := t.TempDir()
+		if _, err := dataset.WriteDerived(derived, sw.Steps, sw.Meta.Plan); err != nil {
+			t.Errorf("%s: %v", rel, err)
+			continue
+		}
+		for _, name := range []string{dataset.KneesFile, dataset.SLOKneesFile} {
+			committed, err1 := os.ReadFile(filepath.Join(dir, name))
+			current, err2 := os.ReadFile(filepath.Join(derived, name))
+			if err1 != nil || err2 != nil {
+				t.Errorf("%s/%s: %v %v", rel, name, err1, err2)
+				continue
+			}
+			if !bytes.Equal(committed, current) {
+				t.Errorf("%s/%s differs from what its steps.csv derives now: run `wafsweep report %s`", rel, name, rel)
+			}
+		}
+	}
+}
