@@ -343,6 +343,8 @@ func TestGenerateOpensWithThePlannersTable(t *testing.T) {
 		"| `envoy/none/get` | >= 4000 |",
 		"so 4 instances of 1 core(s) serve 10000 RPS at p99 <= 50 ms",
 		"**Smoke run**",
+		// The method says which rule took an objective as met at its bound.
+		"only when every run made there met the objective (`slo_rule` every_run)",
 	} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report.md lacks %q", want)
@@ -398,6 +400,30 @@ func TestPlannerMarksContestedFigures(t *testing.T) {
 		}
 		if got, want := strings.Contains(table, contestedNote), tt.status == dataset.SLOContested; got != want {
 			t.Errorf("%s: note under the table: %v, want %v:\n%s", tt.name, got, want, table)
+		}
+	}
+}
+
+func TestSLORateText(t *testing.T) {
+	row := func(knee int, status string, rounds int, lo, hi float64) dataset.SLOKneeRow {
+		return dataset.SLOKneeRow{KneeRPS: knee, Status: status, Rounds: rounds, KneeMinRPS: lo, KneeMaxRPS: hi}
+	}
+	for _, tt := range []struct {
+		row      dataset.SLOKneeRow
+		censored bool
+		want     string
+	}{
+		{row(760, dataset.SLOSearched, 1, 760, 760), false, "760"},
+		{row(1000, dataset.SLOAtBound, 3, 1000, 1000), false, "1000"},
+		{row(10000, dataset.SLOAtBound, 3, 10000, 10000), true, ">= 10000"},
+		{row(10000, dataset.SLOSearched, 1, 10000, 10000), true, "10000"}, // its own search: not a bound
+		{row(1000, dataset.SLOContested, 1, 1000, 1000), false, "1000 †"},
+		// nginx-modsecurity on GET, 10 ms: a median over rounds that one round's search disputes.
+		{row(1000, dataset.SLOAtBound, 3, 760, 1000), false, "1000 (760-1000)"},
+		{row(1000, dataset.SLOContested, 3, 760, 1000), false, "1000 (760-1000) †"},
+	} {
+		if got := sloRateText(tt.row, tt.censored); got != tt.want {
+			t.Errorf("sloRateText(%+v, censored %v) = %q, want %q", tt.row, tt.censored, got, tt.want)
 		}
 	}
 }

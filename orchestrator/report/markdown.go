@@ -12,6 +12,7 @@ import (
 
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/knee"
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
 )
 
 // method states the knee definition (see package knee) for readers of the
@@ -48,7 +49,7 @@ func renderMarkdown(meta dataset.Metadata, steps []dataset.StepRow, knees, summa
 	// next, the details after it.
 	writePlannerTable(&b, "## Capacity at each p99 objective", meta, slo, summary)
 	writeKneePlots(&b, heatmaps)
-	writeMethod(&b, summary, descentFloor(meta, steps))
+	writeMethod(&b, summary, descentFloor(meta, steps), meta.Plan.SLORule)
 	writeKneeTable(&b, steps, summary)
 	writeAuditSection(&b, summary, flavorOrder(steps, summary))
 	writeMembersSection(&b, steps, knees, summary, members)
@@ -80,7 +81,7 @@ func descentFloor(meta dataset.Metadata, steps []dataset.StepRow) int {
 	return floor
 }
 
-func writeMethod(b *bytes.Buffer, summary []dataset.KneeRow, floor int) {
+func writeMethod(b *bytes.Buffer, summary []dataset.KneeRow, floor int, rule plan.SLORule) {
 	b.WriteString("## Method\n\n" + method + "\n\n")
 	if floor > 0 {
 		fmt.Fprintf(b, "Extension below the ladder (floor %d RPS): when the bottom of the ladder fails, the rate is halved "+
@@ -92,7 +93,19 @@ func writeMethod(b *bytes.Buffer, summary []dataset.KneeRow, floor int) {
 	b.WriteString("With several rounds (alternating flavor order) the knee is the median over valid rounds. ")
 	b.WriteString("\"x envoy\" divides the knee by vanilla Envoy's for the same shape; \"+p99\" is the p99 at the knee minus Envoy's p99 at the same target, when Envoy ran that target. ")
 	b.WriteString("Cores per 1k RPS are idle-corrected proxy CPU seconds per 1,000 successful requests. ")
-	b.WriteString("The highest rate within each p99 objective is searched for on its own (the SLO table above), never read off the rates the capacity search visited.\n\n")
+	b.WriteString("The highest rate within each p99 objective is searched for on its own (the SLO table above), never read off the rates the capacity search visited. ")
+	b.WriteString(sloRuleText(rule) + "\n\n")
+}
+
+// sloRuleText says when an objective was taken as met at its bound.
+func sloRuleText(rule plan.SLORule) string {
+	if rule == plan.SLOLastRun {
+		return "It equals its bound (the capacity knee, or a larger objective's rate) when the bounding search's last run there met " +
+			"the objective (`slo_rule` last_run, the rule of sweeps made before every_run); " + contestedMark +
+			" marks where another run there was over it."
+	}
+	return "It equals its bound (the capacity knee, or a larger objective's rate) only when every run made there met the " +
+		"objective (`slo_rule` every_run); otherwise the search goes on below, and a rate where a run already failed the objective is not run again."
 }
 
 var kneeColumns = []string{

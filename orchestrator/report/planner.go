@@ -53,7 +53,8 @@ func writePlannerTable(b *bytes.Buffer, heading string, meta dataset.Metadata, s
 	}
 	b.WriteString("\nThe rate is the highest at which the configuration passed with its p99, corrected for " +
 		"coordinated omission, within the objective (searched to the plan's resolution below the capacity knee); " +
-		"cores per 1k RPS are measured at that rate.\n\n")
+		"over several rounds it is their median, followed by the rounds' range where they differ (plan on its low end). " +
+		"Cores per 1k RPS are measured at that rate.\n\n")
 	if contested {
 		b.WriteString(contestedNote + "\n\n")
 	}
@@ -79,6 +80,10 @@ func sloRateText(r dataset.SLOKneeRow, capacityCensoredAbove bool) string {
 		// Met at a capacity bound that is the ladder's top: the
 		// configuration may serve more within the objective.
 		text = ">= " + text
+	}
+	if r.Rounds > 1 && r.KneeMinRPS != r.KneeMaxRPS {
+		// The median hides a round that met the objective only lower.
+		text += " (" + fmtNum(r.KneeMinRPS, 0) + "-" + fmtNum(r.KneeMaxRPS, 0) + ")"
 	}
 	if r.Status == dataset.SLOContested {
 		text += " " + contestedMark
