@@ -7,22 +7,31 @@ import (
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
 )
 
-// WriteDerived derives knees.csv and slo_knees.csv from steps, replaying
-// every search with the sweep's plan p, and replaces them in dir. It
-// returns the knees.
-func WriteDerived(dir string, steps []StepRow, p plan.Plan) ([]KneeRow, error) {
+// Derived is what a sweep's steps decide: knees.csv and slo_knees.csv.
+type Derived struct {
+	Knees    []KneeRow
+	SLOKnees []SLOKneeRow
+}
+
+// Derive replays every search of steps with the sweep's plan p.
+func Derive(steps []StepRow, p plan.Plan) (Derived, error) {
 	knees, err := BuildKnees(steps, p.Ladder, p.KneeOptions())
 	if err != nil {
-		return nil, fmt.Errorf("building knees: %w", err)
-	}
-	if err := WriteKnees(filepath.Join(dir, KneesFile), knees); err != nil {
-		return nil, err
+		return Derived{}, fmt.Errorf("building knees: %w", err)
 	}
 	slo, err := BuildSLOKnees(steps, p.Ladder, p.KneeOptions(), ObjectivesOf(p))
 	if err != nil {
-		return nil, fmt.Errorf("building SLO knees: %w", err)
+		return Derived{}, fmt.Errorf("building SLO knees: %w", err)
 	}
-	return knees, WriteSLOKnees(filepath.Join(dir, SLOKneesFile), slo)
+	return Derived{Knees: knees, SLOKnees: slo}, nil
+}
+
+// Write replaces knees.csv and slo_knees.csv in dir.
+func (d Derived) Write(dir string) error {
+	if err := WriteKnees(filepath.Join(dir, KneesFile), d.Knees); err != nil {
+		return err
+	}
+	return WriteSLOKnees(filepath.Join(dir, SLOKneesFile), d.SLOKnees)
 }
 
 // Rederive rewrites the derived files of the sweep in dir from its
@@ -38,8 +47,9 @@ func Rederive(dir string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := WriteDerived(dir, steps, meta.Plan); err != nil {
+	d, err := Derive(steps, meta.Plan)
+	if err != nil {
 		return fmt.Errorf("%s: %w", dir, err)
 	}
-	return nil
+	return d.Write(dir)
 }

@@ -12,10 +12,9 @@ const (
 
 // Sweep is what a sweep's directory holds, read back.
 type Sweep struct {
-	Meta     Metadata
-	Steps    []StepRow
-	Knees    []KneeRow
-	SLOKnees []SLOKneeRow
+	Meta  Metadata
+	Steps []StepRow
+	Derived
 	// Members are the mixed shapes' steps' members (members.csv, when
 	// the sweep has a mix).
 	Members []MemberRow

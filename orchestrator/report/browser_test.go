@@ -204,7 +204,7 @@ func TestReportHTMLRendersInABrowser(t *testing.T) {
 // as cleanly: real data, real metadata (command lines, notes) in the page.
 // Only what git tracks counts, so the test reads what a clean checkout
 // holds and never a sweep running into results/ meanwhile (dataset's
-// TestEveryCommittedSweepReads holds each to the current schema).
+// TestEveryCommittedSweepReadsAndIsCurrent holds each to the current schema).
 func TestCommittedReportsRenderInABrowser(t *testing.T) {
 	browser := requireBrowser(t)
 	dirs, err := repofiles.CommittedDirs("results", dataset.MetadataFile)
@@ -221,7 +221,7 @@ func TestCommittedReportsRenderInABrowser(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := t.TempDir()
-			if err := Generate(out, sw.Steps, sw.Knees, sw.Meta); err != nil {
+			if err := Generate(out, sw.Steps, sw.Derived, sw.Meta); err != nil {
 				t.Fatal(err)
 			}
 			checkReportPage(t, loadInBrowser(t, browser, filepath.Join(out, "report.html")), countPlots(t, out), len(sw.SLOKnees) > 0)

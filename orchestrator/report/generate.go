@@ -26,7 +26,8 @@ type panel struct {
 }
 
 // Generate writes dir/plots/*.svg, dir/report.md and dir/report.html (the
-// same report as one self-contained page, plots inline) from the datasets.
+// same report as one self-contained page, plots inline) from the steps and
+// what they derive (dataset.Derive, which the sweep has written beside them).
 //
 // Plots, per tier x shape (flavors without a WAF are drawn in every tier as
 // baselines): served (2xx responses per second) vs target RPS, p50/p99 vs
@@ -35,7 +36,8 @@ type panel struct {
 // heatmap of knees (tier x shape) on a color scale shared by all flavors.
 // Knees come from the aggregate rows (round "all") when present, else from
 // the round rows.
-func Generate(dir string, steps []dataset.StepRow, knees []dataset.KneeRow, meta dataset.Metadata) error {
+func Generate(dir string, steps []dataset.StepRow, derived dataset.Derived, meta dataset.Metadata) error {
+	knees := derived.Knees
 	plotsDir := filepath.Join(dir, "plots")
 	if err := os.MkdirAll(plotsDir, 0o755); err != nil {
 		return fmt.Errorf("report: %w", err)
@@ -47,15 +49,11 @@ func Generate(dir string, steps []dataset.StepRow, knees []dataset.KneeRow, meta
 	if err := writePlotFiles(plotsDir, allPlots(panels, heatmaps)); err != nil {
 		return err
 	}
-	slo, err := dataset.BuildSLOKnees(steps, meta.Plan.Ladder, meta.Plan.KneeOptions(), dataset.ObjectivesOf(meta.Plan))
-	if err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
 	members, err := dataset.ReadMembers(filepath.Join(dir, dataset.MembersFile))
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	md := renderMarkdown(meta, steps, knees, summary, slo, members, panels, heatmaps)
+	md := renderMarkdown(meta, steps, knees, summary, derived.SLOKnees, members, panels, heatmaps)
 	if err := os.WriteFile(filepath.Join(dir, "report.md"), md, 0o644); err != nil {
 		return fmt.Errorf("report: write report.md: %w", err)
 	}
@@ -77,7 +75,7 @@ func Regenerate(dir string) error {
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	return Generate(dir, sw.Steps, sw.Knees, sw.Meta)
+	return Generate(dir, sw.Steps, sw.Derived, sw.Meta)
 }
 
 // writePlotFiles writes the plots and removes the other SVG files in plotsDir,

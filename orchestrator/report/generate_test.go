@@ -110,7 +110,7 @@ func TestGenerate(t *testing.T) {
 	if err := os.WriteFile(stale, []byte("<svg/>"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := Generate(dir, steps, knees, meta); err != nil {
+	if err := Generate(dir, steps, withSLOKnees(t, steps, knees, meta), meta); err != nil {
 		t.Fatal(err)
 	}
 	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
@@ -208,10 +208,10 @@ func TestGenerateIsDeterministic(t *testing.T) {
 	}, ladder)
 	knees, _ := dataset.BuildKnees(steps, ladder, notesOptions())
 	a, b := t.TempDir(), t.TempDir()
-	if err := Generate(a, steps, knees, testMeta()); err != nil {
+	if err := Generate(a, steps, withSLOKnees(t, steps, knees, testMeta()), testMeta()); err != nil {
 		t.Fatal(err)
 	}
-	if err := Generate(b, steps, knees, testMeta()); err != nil {
+	if err := Generate(b, steps, withSLOKnees(t, steps, knees, testMeta()), testMeta()); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"report.md", "report.html", "plots/latency-full-crs-get.svg", "plots/knee-heatmap-waf.svg"} {
@@ -225,7 +225,7 @@ func TestGenerateIsDeterministic(t *testing.T) {
 
 func TestGenerateWithoutData(t *testing.T) {
 	dir := t.TempDir()
-	if err := Generate(dir, nil, nil, dataset.Metadata{}); err != nil {
+	if err := Generate(dir, nil, dataset.Derived{}, dataset.Metadata{}); err != nil {
 		t.Fatal(err)
 	}
 	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
@@ -248,7 +248,7 @@ func TestGenerateKneesWithoutSteps(t *testing.T) {
 	dir := t.TempDir()
 	knees := []dataset.KneeRow{{ConfigID: "waf/full-crs/get", Flavor: "waf", Tier: "full-crs", Shape: "get",
 		Round: dataset.AllRounds, KneeRPS: 3000, Censored: dataset.CensoredNone, Invalid: false}}
-	if err := Generate(dir, nil, knees, dataset.Metadata{}); err != nil {
+	if err := Generate(dir, nil, dataset.Derived{Knees: knees}, dataset.Metadata{}); err != nil {
 		t.Fatal(err)
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
@@ -352,6 +352,17 @@ func TestGenerateOpensWithThePlannersTable(t *testing.T) {
 	}
 }
 
+// withSLOKnees pairs knees with the SLO knees the sweep derives from steps
+// with meta's plan (dataset.Derive).
+func withSLOKnees(t *testing.T, steps []dataset.StepRow, knees []dataset.KneeRow, meta dataset.Metadata) dataset.Derived {
+	t.Helper()
+	slo, err := dataset.BuildSLOKnees(steps, meta.Plan.Ladder, meta.Plan.KneeOptions(), dataset.ObjectivesOf(meta.Plan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dataset.Derived{Knees: knees, SLOKnees: slo}
+}
+
 // generated builds the knees of steps with meta's plan and generates the
 // report into a fresh directory, returning it and report.md.
 func generated(t *testing.T, steps []dataset.StepRow, ladder []int, meta dataset.Metadata) (dir, report string) {
@@ -361,7 +372,7 @@ func generated(t *testing.T, steps []dataset.StepRow, ladder []int, meta dataset
 		t.Fatal(err)
 	}
 	dir = t.TempDir()
-	if err := Generate(dir, steps, knees, meta); err != nil {
+	if err := Generate(dir, steps, withSLOKnees(t, steps, knees, meta), meta); err != nil {
 		t.Fatal(err)
 	}
 	md, err := os.ReadFile(filepath.Join(dir, "report.md"))

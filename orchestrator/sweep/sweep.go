@@ -207,8 +207,11 @@ func (r *runner) config(ctx context.Context, round int, cfg plan.Config) error {
 // from steps.csv.
 func (r *runner) writeOutputs(finished bool) error {
 	steps := r.journal.Rows()
-	knees, err := dataset.WriteDerived(r.opts.OutDir, steps, r.opts.Plan)
+	derived, err := dataset.Derive(steps, r.opts.Plan)
 	if err != nil {
+		return err
+	}
+	if err := derived.Write(r.opts.OutDir); err != nil {
 		return err
 	}
 	if finished {
@@ -217,5 +220,5 @@ func (r *runner) writeOutputs(finished bool) error {
 	if err := dataset.WriteMetadata(filepath.Join(r.opts.OutDir, MetadataFile), r.meta); err != nil {
 		return err
 	}
-	return report.Generate(r.opts.OutDir, steps, knees, r.meta)
+	return report.Generate(r.opts.OutDir, steps, derived, r.meta)
 }
