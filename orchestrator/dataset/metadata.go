@@ -23,6 +23,11 @@ type Versions struct {
 	Module string `json:"module"` // the WAF filter module build
 	// ModuleAccelerated is the accelerated build, when a flavor loads it.
 	ModuleAccelerated string `json:"module_accelerated,omitempty"`
+	// ModuleAcceleratedEngine is the engine that build links, read from
+	// its file ("hyperscan (libhs.so.5)" or "pure-go"; package
+	// filter/accel/linkage): which one a build has depends on the machine
+	// that built it, not on the commit. Sweeps before 2026-12-06 lack it.
+	ModuleAcceleratedEngine string `json:"module_accelerated_engine,omitempty"`
 	// ModuleNoop is the no-op module, when envoy-noop-module is planned.
 	ModuleNoop     string `json:"module_noop,omitempty"`
 	Coraza         string `json:"coraza"`
@@ -33,8 +38,11 @@ type Versions struct {
 
 // Build is what of the versions identifies the measured builds: not
 // wafsweep's own commit, which changes with every documentation edit.
+// Nor the accelerated build's engine: its digest already identifies the
+// build, and a sweep started before the engine was recorded resumes.
 func (v Versions) Build() Versions {
 	v.WafsweepCommit = ""
+	v.ModuleAcceleratedEngine = ""
 	return v
 }
 

@@ -76,7 +76,7 @@ func testMeta() dataset.Metadata {
 		StartedAt:   time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
 		CommandLine: []string{"wafsweep", "run", "--plan", "plan.json"},
 		Plan:        plan.Default(),
-		Versions:    dataset.Versions{Envoy: "1.40.0", Coraza: "v3.8.1", CRS: "v4.25.0", ModuleAccelerated: "sha256:0123"},
+		Versions:    dataset.Versions{Envoy: "1.40.0", Coraza: "v3.8.1", CRS: "v4.25.0", ModuleAccelerated: "sha256:0123", ModuleAcceleratedEngine: "hyperscan (libhs.so.5)"},
 		CPUModel:    "Test CPU <x86>", Cores: 2, Target: dataset.TargetLocal,
 		CoreAssignment: map[string]string{"proxy": "0", "loadgen": "1"},
 	}
@@ -130,6 +130,7 @@ func TestGenerate(t *testing.T) {
 		"wafsweep run --plan plan.json",
 		"| Coraza | v3.8.1 |",
 		"| WAF module, accelerated build | sha256:0123 |",
+		"| Accelerated build's engine | hyperscan (libhs.so.5) |",
 		"- CPU: Test CPU &lt;x86&gt;, 2 cores",
 		"- Cores for loadgen: 1",
 		`"ladder": [`,

@@ -213,6 +213,9 @@ func writeReproduce(b *bytes.Buffer, meta dataset.Metadata) {
 	if v.ModuleAccelerated != "" {
 		rows = append(rows, [2]string{"WAF module, accelerated build", v.ModuleAccelerated})
 	}
+	if v.ModuleAcceleratedEngine != "" { // recorded since 2026-12-06
+		rows = append(rows, [2]string{"Accelerated build's engine", v.ModuleAcceleratedEngine})
+	}
 	if v.ModuleNoop != "" {
 		rows = append(rows, [2]string{"No-op module", v.ModuleNoop})
 	}

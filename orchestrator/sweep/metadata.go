@@ -35,6 +35,11 @@ func startMetadata(opts Options) (dataset.Metadata, error) {
 		if old.Identity == "" {
 			old.Identity = opts.Identity // a sweep that predates identities: recorded from now on
 		}
+		if old.Versions.ModuleAcceleratedEngine == "" {
+			// The same build (checkSetup compared the digests), read by a
+			// wafsweep that records its engine.
+			old.Versions.ModuleAcceleratedEngine = opts.Versions.ModuleAcceleratedEngine
+		}
 		old.Notes = append(old.Notes, "resumed at "+time.Now().UTC().Format(time.RFC3339)+" by: "+strings.Join(opts.CommandLine, " "))
 		old.FinishedAt = time.Time{}
 		return old, dataset.WriteMetadata(path, old)

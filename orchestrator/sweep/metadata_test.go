@@ -68,3 +68,35 @@ func TestResumeRefusesAnotherSetup(t *testing.T) {
 		t.Fatalf("a sweep without an identity: %v, identity %q; want it resumed and recorded", err, got.Identity)
 	}
 }
+
+// The accelerated build's engine is a reading of the build, not part of
+// its identity: a sweep started by a wafsweep that did not record it
+// resumes and records it; one that did keeps what it read.
+func TestResumeRecordsTheAcceleratedEngineOfTheSameBuild(t *testing.T) {
+	dir := t.TempDir()
+	before := Options{Plan: plan.Default(), Target: deadTarget{}, SweepID: "s", OutDir: dir, Identity: "aaaa",
+		Versions: dataset.Versions{Module: "sha256:1111", ModuleAccelerated: "sha256:3333", Envoy: "1.40.0"}}
+	if _, err := startMetadata(before); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ reads, want string }{
+		{"hyperscan (libhs.so.5)", "hyperscan (libhs.so.5)"},
+		{"pure-go", "hyperscan (libhs.so.5)"}, // recorded once, by the first reader
+	}
+	for _, tt := range tests {
+		now := before
+		now.Versions.ModuleAcceleratedEngine = tt.reads
+		got, err := startMetadata(now)
+		if err != nil {
+			t.Fatalf("resuming with the engine read as %q: %v", tt.reads, err)
+		}
+		onDisk, err := dataset.ReadMetadata(dir + "/" + MetadataFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Versions.ModuleAcceleratedEngine != tt.want || onDisk.Versions.ModuleAcceleratedEngine != tt.want {
+			t.Errorf("read as %q: engine %q (on disk %q), want %q", tt.reads, got.Versions.ModuleAcceleratedEngine,
+				onDisk.Versions.ModuleAcceleratedEngine, tt.want)
+		}
+	}
+}

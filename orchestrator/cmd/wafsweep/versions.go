@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/wafsweep/wafsweep/filter/accel/linkage"
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
@@ -49,12 +50,13 @@ func versions(module string) dataset.Versions {
 }
 
 // planVersions adds, to versions of the stock module, the digests of the
-// accelerated build and of the no-op module when a flavor of the plan
-// loads them.
+// accelerated build (and the engine it links) and of the no-op module when
+// a flavor of the plan loads them.
 func planVersions(p plan.Plan, modules interface{ ModulePath(flavor string) string }) dataset.Versions {
 	v := versions(modules.ModulePath(plan.FlavorWAF))
 	if slices.Contains(p.Flavors, plan.FlavorWAFAccelerated) {
-		v.ModuleAccelerated = fileDigest(modules.ModulePath(plan.FlavorWAFAccelerated))
+		accelerated := modules.ModulePath(plan.FlavorWAFAccelerated)
+		v.ModuleAccelerated, v.ModuleAcceleratedEngine = fileDigest(accelerated), engineOf(accelerated)
 	}
 	if slices.Contains(p.Flavors, plan.FlavorEnvoyNoopModule) {
 		v.ModuleNoop = fileDigest(modules.ModulePath(plan.FlavorEnvoyNoopModule))
@@ -74,6 +76,16 @@ func envoyVersion() string {
 		return string(m[1])
 	}
 	return "unknown"
+}
+
+// engineOf is the engine a build of the accelerated module links, or why
+// it cannot be read.
+func engineOf(module string) string {
+	l, err := linkage.Of(module)
+	if err != nil {
+		return "unreadable"
+	}
+	return l.String()
 }
 
 // fileDigest identifies a module build: sha256 prefix of the file.

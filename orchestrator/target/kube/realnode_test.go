@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/wafsweep/wafsweep/filter/accel/linkage"
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
@@ -70,11 +70,11 @@ func realNodeSources(t *testing.T, root string) image.Sources {
 // (else it is the pure-Go one).
 func linksHyperscan(t *testing.T, module string) bool {
 	t.Helper()
-	libs, err := image.Needed(module)
+	l, err := linkage.Of(module)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return slices.ContainsFunc(libs, func(l string) bool { return strings.HasPrefix(l, "libhs.so") })
+	return l.Engine == linkage.Hyperscan
 }
 
 // One real node (kubelet, containerd, runc, static CPU manager) running
