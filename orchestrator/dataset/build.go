@@ -37,7 +37,9 @@ func BuildKnees(steps []StepRow, ladder []int, opts knee.Options) ([]KneeRow, er
 		if err != nil {
 			return nil, fmt.Errorf("build knees: round %d, config %s: %w", key.round, key.configID, err)
 		}
-		roundRows = append(roundRows, roundRow(rows, res.Result()))
+		row := roundRow(rows, res.Result())
+		row.ContestedByRPS = contestedBy(searchSteps(steps, key.round, key.configID), row)
+		roundRows = append(roundRows, row)
 	}
 	compareRoundsWithEnvoy(roundRows, steps)
 	return withAggregates(roundRows), nil
@@ -107,6 +109,30 @@ func roundRow(rows []StepRow, res knee.Result) KneeRow {
 		}
 	}
 	return r
+}
+
+// contestedBy is the lowest rate at or below k's knee at which a valid run
+// among rows (the round's runs of k's configuration, of every search)
+// failed what the capacity search judges, its latency objective aside; 0
+// when none. The capacity search's own failures all lie above its knee,
+// so only the SLO searches' runs can contest it. Their runs that failed
+// only their objective do not: the capacity knee makes no latency claim.
+func contestedBy(rows []StepRow, k KneeRow) int {
+	if k.Invalid || k.KneeRPS <= 0 {
+		return 0
+	}
+	lowest := 0
+	for _, s := range rows {
+		st := s.KneeStep()
+		st.MaxP99Ms = 0
+		if st.Invalid || st.Passed() || s.TargetRPS > k.KneeRPS {
+			continue
+		}
+		if lowest == 0 || s.TargetRPS < lowest {
+			lowest = s.TargetRPS
+		}
+	}
+	return lowest
 }
 
 func censoring(res knee.Result) string {
@@ -243,6 +269,13 @@ func aggregate(rounds []KneeRow) KneeRow {
 		}
 		return float64(r.LowestFailRPS)
 	})))))
+	a.ContestedByRPS = 0
+	for _, r := range valid {
+		// A round's contesting rate above the median knee does not contest it.
+		if r.ContestedByRPS > 0 && r.ContestedByRPS <= a.KneeRPS && (a.ContestedByRPS == 0 || r.ContestedByRPS < a.ContestedByRPS) {
+			a.ContestedByRPS = r.ContestedByRPS
+		}
+	}
 	a.P50MsAtKnee = Median(values(valid, func(r KneeRow) float64 { return r.P50MsAtKnee }))
 	a.P99MsAtKnee = Median(values(valid, func(r KneeRow) float64 { return r.P99MsAtKnee }))
 	a.CoresPer1kAtKnee = Median(values(valid, func(r KneeRow) float64 { return r.CoresPer1kAtKnee }))
@@ -255,7 +288,7 @@ func aggregate(rounds []KneeRow) KneeRow {
 }
 
 func invalidAggregate(a KneeRow) KneeRow {
-	a.Invalid, a.KneeRPS, a.Censored, a.BoundRPS, a.Confirmed, a.LowestFailRPS = true, 0, CensoredNone, 0, false, 0
+	a.Invalid, a.KneeRPS, a.Censored, a.BoundRPS, a.Confirmed, a.LowestFailRPS, a.ContestedByRPS = true, 0, CensoredNone, 0, false, 0, 0
 	for _, f := range []*float64{
 		&a.P50MsAtKnee, &a.P99MsAtKnee, &a.CoresPer1kAtKnee, &a.RSSPeakMB, &a.RSSMBAtKnee, &a.KneeVsEnvoy, &a.AddedP99MsVsEnvoy,
 		&a.AuditBytesPerReqAtKnee, &a.ProxyDiskWriteBytesPerSAtKnee,

@@ -301,3 +301,100 @@ func TestConfirmFlipsAreCounted(t *testing.T) {
 		}
 	}
 }
+
+// sloRows are the runs of an SLO search at sloMs, after the capacity
+// search's seqs; "fail" fails the capacity criteria (as searchRows), and
+// overObjective runs serve everything over the objective.
+func sloRows(round, firstSeq int, sloMs float64, runs ...run) []StepRow {
+	rows := searchRows(round, "waf", "full-crs", runs...)
+	for i := range rows {
+		rows[i].Seq += firstSeq
+		rows[i].SLOMs = sloMs
+	}
+	return rows
+}
+
+func overObjective(rows []StepRow) []StepRow {
+	for i := range rows {
+		rows[i].Completed, rows[i].Verdict = rows[i].Scheduled, VerdictFail
+	}
+	return rows
+}
+
+func invalid(rows []StepRow) []StepRow {
+	for i := range rows {
+		rows[i].Verdict, rows[i].Reasons = VerdictInvalid, []string{"cpu steal"}
+	}
+	return rows
+}
+
+// A capacity knee is contested by a run of the round at or below it that
+// failed to serve its rate; runs above it, runs over only their objective
+// and invalid runs do not contest it.
+func TestBuildKneesContestedByALaterRunThatFailedToServe(t *testing.T) {
+	ladder := []int{1000, 2000}
+	knee1000 := searchRows(0, "waf", "full-crs", run{1000, true, 1}, run{2000, false, 1}, run{1500, false, 1}, run{1250, false, 1}, run{1000, true, 1})
+	top := searchRows(0, "waf", "full-crs", run{1000, true, 1}, run{2000, true, 1})
+	tests := []struct {
+		name      string
+		capacity  []StepRow
+		slo       []StepRow
+		knee      int
+		contested int
+	}{
+		{"no other run", knee1000, nil, 1000, 0},
+		{"served at and below the knee", knee1000, sloRows(0, 10, 50, run{1000, true, 40}, run{500, true, 20}), 1000, 0},
+		{"failed at the knee", knee1000, sloRows(0, 10, 250, run{1000, false, 400}, run{500, true, 20}), 1000, 1000},
+		{"lowest failure below the knee", knee1000, sloRows(0, 10, 250, run{1000, false, 400}, run{500, false, 300}, run{250, true, 1}), 1000, 500},
+		{"failed only above the knee", knee1000, sloRows(0, 10, 250, run{1200, false, 400}), 1000, 0},
+		{"over only the objective", knee1000, overObjective(sloRows(0, 10, 10, run{1000, false, 40}, run{500, false, 20})), 1000, 0},
+		{"invalid", knee1000, invalid(sloRows(0, 10, 10, run{900, false, 40})), 1000, 0},
+		{"censored above, at the top", top, sloRows(0, 10, 250, run{2000, false, 700}), 2000, 2000},
+		{"censored above, below the top", top, sloRows(0, 10, 250, run{2000, true, 200}, run{1500, false, 700}), 2000, 1500},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rows, err := BuildKnees(concat(tt.capacity, tt.slo), ladder, knee.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := findKnee(t, rows, "waf/full-crs/get", 0)
+			if r.KneeRPS != tt.knee || r.ContestedByRPS != tt.contested {
+				t.Errorf("knee %d contested by %d, want %d contested by %d", r.KneeRPS, r.ContestedByRPS, tt.knee, tt.contested)
+			}
+		})
+	}
+}
+
+// The aggregate is contested by the lowest of its valid rounds' rates that
+// is at or below its (median) knee.
+func TestBuildKneesAggregateContestedByTheLowestRound(t *testing.T) {
+	ladder := []int{1000, 2000}
+	capacity := func(round int) []StepRow {
+		return searchRows(round, "waf", "full-crs", run{1000, true, 1}, run{2000, false, 1}, run{1500, false, 1}, run{1250, false, 1}, run{1000, true, 1})
+	}
+	steps := concat(capacity(0), sloRows(0, 10, 250, run{1000, false, 400}, run{500, true, 1}),
+		capacity(1), sloRows(1, 10, 250, run{1000, true, 200}),
+		capacity(2), sloRows(2, 10, 250, run{1000, false, 400}, run{500, false, 300}, run{250, true, 1}))
+	rows, err := BuildKnees(steps, ladder, knee.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round, want := range map[int]int{0: 1000, 1: 0, 2: 500, AllRounds: 500} {
+		if got := findKnee(t, rows, "waf/full-crs/get", round).ContestedByRPS; got != want {
+			t.Errorf("round %d contested by %d, want %d", round, got, want)
+		}
+	}
+
+	// A round that passed the top, contested at 1500, above the median
+	// knee of 1000 the two other rounds set.
+	steps = concat(searchRows(0, "waf", "full-crs", run{1000, true, 1}, run{2000, true, 1}), sloRows(0, 10, 250, run{2000, false, 900}, run{1500, false, 700}),
+		capacity(1), capacity(2))
+	if rows, err = BuildKnees(steps, ladder, knee.DefaultOptions()); err != nil {
+		t.Fatal(err)
+	}
+	round0, all := findKnee(t, rows, "waf/full-crs/get", 0), findKnee(t, rows, "waf/full-crs/get", AllRounds)
+	if round0.ContestedByRPS != 1500 || all.KneeRPS != 1000 || all.ContestedByRPS != 0 {
+		t.Errorf("round 0 contested by %d (want 1500); aggregate knee %d contested by %d (want 1000, 0)", round0.ContestedByRPS, all.KneeRPS, all.ContestedByRPS)
+	}
+}

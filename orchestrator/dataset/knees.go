@@ -50,6 +50,14 @@ type KneeRow struct {
 	// of noise (summed over rounds on an aggregate row).
 	ConfirmFlips  int
 	LowestFailRPS int // 0 when nothing failed
+	// ContestedByRPS is the lowest rate at or below the knee at which
+	// another valid run of the round (of an SLO search: they run at and
+	// below the knee) failed what the capacity search judges: the proxy
+	// did not serve there what the search's runs served, so its capacity
+	// varies more from run to run than one confirmation shows. 0 when
+	// none; on an aggregate row, the lowest of the valid rounds' that is
+	// at or below the aggregate's knee.
+	ContestedByRPS int
 
 	P50MsAtKnee      float64 // from the last passing run at the knee rate
 	P99MsAtKnee      float64
@@ -127,7 +135,9 @@ var kneeSchema = slices.Concat(schema[KneeRow]{
 	floatCol("rss_mb_at_knee", func(r *kr) *float64 { return &r.RSSMBAtKnee }),
 	added(floatCol("audit_bytes_per_req_at_knee", func(r *kr) *float64 { return &r.AuditBytesPerReqAtKnee })),
 	added(floatCol("proxy_disk_write_bytes_per_s_at_knee", func(r *kr) *float64 { return &r.ProxyDiskWriteBytesPerSAtKnee })),
-}, transportCols(func(r *kr) *plan.Transport { return &r.Transport }))
+}, transportCols(func(r *kr) *plan.Transport { return &r.Transport }), schema[KneeRow]{
+	added(zeroIfEmpty(intCol("contested_by_rps", func(r *kr) *int { return &r.ContestedByRPS }))),
+})
 
 // KneesHeader is the header of knees.csv, in column order.
 func KneesHeader() []string { return kneeSchema.header() }

@@ -18,7 +18,7 @@ func TestKneesHeaderIsTheDeclaredSchema(t *testing.T) {
 		"p50_ms_at_knee", "p99_ms_at_knee", "cores_per_1k_at_knee", "rss_peak_mb",
 		"knee_vs_envoy", "added_p99_ms_vs_envoy",
 		"knee_median_rps", "knee_min_rps", "knee_max_rps", "knee_stddev_rps", "rss_mb_at_knee",
-		"audit_bytes_per_req_at_knee", "proxy_disk_write_bytes_per_s_at_knee", "protocol", "tls",
+		"audit_bytes_per_req_at_knee", "proxy_disk_write_bytes_per_s_at_knee", "protocol", "tls", "contested_by_rps",
 	}
 	if got := KneesHeader(); !reflect.DeepEqual(got, want) {
 		t.Errorf("KneesHeader() = %v\nwant %v", got, want)

@@ -111,12 +111,16 @@ func intCol[T any](name string, field func(*T) *int) column[T] {
 // it counts, because it did not happen then (no attack was sent): their
 // empty cells read as 0.
 func countCol[T any](name string, field func(*T) *int64) column[T] {
-	c := int64Col(name, field)
+	return zeroIfEmpty(int64Col(name, field))
+}
+
+// zeroIfEmpty reads an empty cell of an int column as 0: for a column
+// added after files that did not derive it (their rows read as "none").
+func zeroIfEmpty[T any](c column[T]) column[T] {
 	set := c.set
 	c.set = func(r *T, v string) error {
 		if v == "" {
-			*field(r) = 0
-			return nil
+			v = "0"
 		}
 		return set(r, v)
 	}

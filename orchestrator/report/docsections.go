@@ -102,6 +102,7 @@ func groundTruthTable(dir string, datasets []string) ([]byte, error) {
 func memoryTable(dir string, datasets []string) ([]byte, error) {
 	var b bytes.Buffer
 	writeTableHeader(&b, []string{"Dataset", "Config", "Knee RPS", "RSS at the knee (MB)", "Peak RSS of the search (MB)"})
+	var shown []dataset.KneeRow
 	for _, d := range datasets {
 		sw, err := dataset.ReadSweep(filepath.Join(dir, d))
 		if err != nil {
@@ -109,8 +110,10 @@ func memoryTable(dir string, datasets []string) ([]byte, error) {
 		}
 		for _, k := range sortedSummary(sw) {
 			writeTableRow(&b, []string{"`" + shownPath(d) + "`", "`" + k.ConfigID + "`", kneeText(k), fmtNum(k.RSSMBAtKnee, 1), fmtNum(k.RSSPeakMB, 1)})
+			shown = append(shown, k)
 		}
 	}
+	writeTableEnd(&b, shown)
 	return b.Bytes(), nil
 }
 
@@ -148,6 +151,7 @@ func sloTable(dir string, datasets []string) ([]byte, error) {
 	}
 	var b bytes.Buffer
 	writeTableHeader(&b, append(cols, "RSS at the knee (MB)"))
+	var shown []dataset.KneeRow
 	for _, sw := range sweeps {
 		env := "default"
 		if len(sw.meta.Plan.EnvoyEnv) > 0 {
@@ -167,8 +171,10 @@ func sloTable(dir string, datasets []string) ([]byte, error) {
 				}
 			}
 			writeTableRow(&b, append(row, fmtNum(k.RSSMBAtKnee, 1)))
+			shown = append(shown, k)
 		}
 	}
+	writeTableEnd(&b, shown)
 	return b.Bytes(), nil
 }
 

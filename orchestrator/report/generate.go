@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"math"
@@ -361,14 +362,58 @@ func kneeText(k dataset.KneeRow) string {
 	case k.Invalid:
 		return "invalid"
 	case k.Censored == dataset.CensoredAbove:
-		return fmt.Sprintf(">= %d", cmp.Or(k.BoundRPS, k.KneeRPS))
+		return fmt.Sprintf(">= %d", cmp.Or(k.BoundRPS, k.KneeRPS)) + contestedSuffix(k)
 	case k.Censored == dataset.CensoredBelow:
 		if bound := cmp.Or(k.BoundRPS, k.LowestFailRPS); bound > 0 {
 			return fmt.Sprintf("< %d", bound)
 		}
 		return "below ladder"
 	}
-	return fmt.Sprint(k.KneeRPS)
+	return fmt.Sprint(k.KneeRPS) + contestedSuffix(k)
+}
+
+// contestedKneeMark flags a capacity knee that a run of its round failed
+// to serve at or below (dataset.KneeRow.ContestedByRPS).
+const contestedKneeMark = "‡"
+
+func contestedSuffix(k dataset.KneeRow) string {
+	if k.Invalid || k.ContestedByRPS <= 0 {
+		return ""
+	}
+	return " " + contestedKneeMark
+}
+
+// contestedKneeNote says what the mark means, with each marked knee of
+// rows and its lowest contesting rate; "" when rows mark none.
+func contestedKneeNote(rows []dataset.KneeRow) string {
+	var named []string
+	for _, k := range rows {
+		if contestedSuffix(k) != "" {
+			named = append(named, fmt.Sprintf("`%s` at %d", k.ConfigID, k.ContestedByRPS))
+		}
+	}
+	if len(named) == 0 {
+		return ""
+	}
+	return contestedKneeMark + " In one of its rounds, a run of an SLO search failed to serve a rate at or below this knee (the lowest, in RPS: " +
+		strings.Join(named, ", ") + "; `contested_by_rps` in `knees.csv`): near its knee the configuration's throughput varies more " +
+		"from run to run than the confirmation showed, so plan on the SLO knees."
+}
+
+// writeContestedKneeNote writes the note as a paragraph of a report,
+// after a table of rows.
+func writeContestedKneeNote(b *bytes.Buffer, rows []dataset.KneeRow) {
+	if note := contestedKneeNote(rows); note != "" {
+		b.WriteString(note + "\n\n")
+	}
+}
+
+// writeTableEnd ends a generated doc section's table of rows with the
+// note, when it marks a knee.
+func writeTableEnd(b *bytes.Buffer, rows []dataset.KneeRow) {
+	if note := contestedKneeNote(rows); note != "" {
+		b.WriteString("\n" + note + "\n")
+	}
 }
 
 // heatmapPlots draws one knee heatmap per flavor on a shared scale.

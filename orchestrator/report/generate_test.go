@@ -305,11 +305,33 @@ func TestKneeText(t *testing.T) {
 		{dataset.KneeRow{Censored: dataset.CensoredBelow, LowestFailRPS: 1000}, "< 1000"}, // no bound: lowest fail
 		{dataset.KneeRow{Censored: dataset.CensoredBelow}, "below ladder"},
 		{dataset.KneeRow{Invalid: true, Censored: dataset.CensoredNone}, "invalid"},
+		{dataset.KneeRow{KneeRPS: 1250, Censored: dataset.CensoredNone, ContestedByRPS: 940}, "1250 ‡"},
+		{dataset.KneeRow{KneeRPS: 10000, Censored: dataset.CensoredAbove, BoundRPS: 10000, ContestedByRPS: 8750}, ">= 10000 ‡"},
+		{dataset.KneeRow{Invalid: true, ContestedByRPS: 500}, "invalid"},
 	}
 	for _, tt := range tests {
 		if got := kneeText(tt.row); got != tt.want {
 			t.Errorf("kneeText(%+v) = %q, want %q", tt.row, got, tt.want)
 		}
+	}
+}
+
+// The note under a table names each marked knee and its lowest
+// contesting rate, and is absent when no knee is marked.
+func TestContestedKneeNote(t *testing.T) {
+	plain := dataset.KneeRow{ConfigID: "envoy/none/get", KneeRPS: 10000, Censored: dataset.CensoredAbove, BoundRPS: 10000}
+	contested := dataset.KneeRow{ConfigID: "waf/full-crs/get", KneeRPS: 1250, ContestedByRPS: 940}
+	if note := contestedKneeNote([]dataset.KneeRow{plain}); note != "" {
+		t.Errorf("note without a marked knee: %q", note)
+	}
+	note := contestedKneeNote([]dataset.KneeRow{plain, contested})
+	if !strings.HasPrefix(note, "‡ ") || !strings.Contains(note, "`waf/full-crs/get` at 940") || strings.Contains(note, "envoy/none/get") {
+		t.Errorf("note %q: want the mark, the contested knee and its rate, and no other", note)
+	}
+	var b bytes.Buffer
+	writeTableEnd(&b, []dataset.KneeRow{contested})
+	if got := b.String(); got != "\n"+note+"\n" {
+		t.Errorf("a doc table's end %q, want the note as its own paragraph", got)
 	}
 }
 

@@ -50,6 +50,7 @@ func Headline(dir, shownDir string) ([]byte, error) {
 			fmtNum(k.CoresPer1kAtKnee, 2), fmtNum(k.P50MsAtKnee, 1), fmtNum(k.P99MsAtKnee, 1)})
 	}
 	b.WriteString("\n")
+	writeContestedKneeNote(&b, summary)
 	if tier, shape, ok := firstPanel(steps); ok {
 		// The served-rate plot Generate drew for that panel (named, not redrawn).
 		fmt.Fprintf(&b, "![%s](%s)\n", mdText(servedTitle(tier, shape)), path.Join(shownDir, "plots", plotFile(servedPlotName, tier, shape)))

@@ -126,6 +126,7 @@ func writeKneeTable(b *bytes.Buffer, steps []dataset.StepRow, summary []dataset.
 		writeTableRow(b, kneeCells(k))
 	}
 	b.WriteString("\n")
+	writeContestedKneeNote(b, rows)
 	for _, k := range rows {
 		if k.Invalid {
 			fmt.Fprintf(b, "- `%s` is invalid: %s\n", k.ConfigID, mdText(strings.Join(k.Reasons, "; ")))
@@ -160,6 +161,7 @@ func writeRoundTable(b *bytes.Buffer, knees []dataset.KneeRow) {
 		})
 	}
 	b.WriteString("\n")
+	writeContestedKneeNote(b, rounds)
 }
 
 // writeKneePlots draws each flavor's knees per tier and shape.

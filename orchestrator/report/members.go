@@ -33,6 +33,7 @@ func writeMembersSection(b *bytes.Buffer, steps []dataset.StepRow, knees, summar
 		writeTableRow(b, row)
 	}
 	b.WriteString("\n")
+	writeContestedKneeNote(b, summary)
 }
 
 // membersTable is the generated doc section of kind "members": each
@@ -41,17 +42,21 @@ func writeMembersSection(b *bytes.Buffer, steps []dataset.StepRow, knees, summar
 func membersTable(dir string, datasets []string) ([]byte, error) {
 	var b bytes.Buffer
 	writeTableHeader(&b, append([]string{"Dataset"}, memberColumns...))
+	var shown []dataset.KneeRow
 	for _, d := range datasets {
 		sw, err := dataset.ReadSweep(filepath.Join(dir, d))
 		if err != nil {
 			return nil, err
 		}
 		name := "`" + shownPath(d) + "`"
-		for _, row := range memberRows(sw.Steps, sw.Knees, sortedSummary(sw), sw.Members) {
+		summary := sortedSummary(sw)
+		for _, row := range memberRows(sw.Steps, sw.Knees, summary, sw.Members) {
 			writeTableRow(&b, append([]string{name}, row...))
 			name = "" // once per dataset, as the configuration is once per configuration
 		}
+		shown = append(shown, summary...)
 	}
+	writeTableEnd(&b, shown)
 	return b.Bytes(), nil
 }
 

@@ -17,6 +17,7 @@ func transportTable(dir string, datasets []string) ([]byte, error) {
 	var b bytes.Buffer
 	writeTableHeader(&b, []string{"Dataset", "Transport", "Config", "Knee RPS", "Rounds (min-max)",
 		"Cores/1k RPS", "p99 ms", "Load generator µs CPU/request"})
+	var shown []dataset.KneeRow
 	for _, d := range datasets {
 		sw, err := dataset.ReadSweep(filepath.Join(dir, d))
 		if err != nil {
@@ -29,8 +30,10 @@ func transportTable(dir string, datasets []string) ([]byte, error) {
 			}
 			writeTableRow(&b, []string{"`" + shownPath(d) + "`", name, "`" + k.ConfigID + "`", kneeText(k), roundsText(k),
 				fmtNum(k.CoresPer1kAtKnee, 3), fmtNum(k.P99MsAtKnee, 1), fmtNum(loadgenMicrosAtKnee(sw, k.ConfigID), 0)})
+			shown = append(shown, k)
 		}
 	}
+	writeTableEnd(&b, shown)
 	return b.Bytes(), nil
 }
 
