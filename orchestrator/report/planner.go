@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
 	"github.com/wafsweep/wafsweep/orchestrator/procstat"
 )
 
@@ -100,7 +101,9 @@ func censoredAbove(summary []dataset.KneeRow, config string) bool {
 }
 
 // workedLine turns the first WAF row at the middle objective into
-// instances: "N instances of C cores serve X RPS at p99 <= S".
+// instances: "N instances of C cores serve X RPS at p99 <= S". It plans
+// on the rounds' low end, as the table's note says to, and passes over a
+// rate another run there was over (contestedMark).
 func workedLine(meta dataset.Metadata, rows []dataset.SLOKneeRow, objectives []float64) string {
 	cpus, err := procstat.ParseCPUList(meta.CoreAssignment["proxy"])
 	if err != nil || len(cpus) == 0 || len(objectives) == 0 {
@@ -109,12 +112,16 @@ func workedLine(meta dataset.Metadata, rows []dataset.SLOKneeRow, objectives []f
 	o := objectives[len(objectives)/2]
 	for _, config := range sloConfigs(rows) {
 		r, ok := findSLORow(rows, config, o)
-		if !ok || r.KneeRPS <= 0 || r.Flavor == "direct" || r.Flavor == "envoy" {
+		if !ok || r.KneeRPS <= 0 || r.Status == dataset.SLOContested || r.Flavor == plan.FlavorDirect || r.Flavor == plan.FlavorEnvoy {
 			continue
 		}
-		n := int(math.Ceil(plannerTarget / float64(r.KneeRPS)))
-		return fmt.Sprintf("Worked example: `%s` serves %d RPS per proxy of %d core(s) at p99 <= %s ms, so %d instances of %d core(s) serve %d RPS at p99 <= %s ms.",
-			config, r.KneeRPS, len(cpus), fmtNum(o, 0), n, len(cpus), plannerTarget, fmtNum(o, 0))
+		rate, which := r.KneeRPS, ""
+		if low := int(r.KneeMinRPS); r.Rounds > 1 && low > 0 && low < rate {
+			rate, which = low, " in its lowest round"
+		}
+		n := int(math.Ceil(plannerTarget / float64(rate)))
+		return fmt.Sprintf("Worked example: `%s` served %d RPS per proxy of %d core(s) at p99 <= %s ms%s, so %d instances of %d core(s) serve %d RPS at p99 <= %s ms.",
+			config, rate, len(cpus), fmtNum(o, 0), which, n, len(cpus), plannerTarget, fmtNum(o, 0))
 	}
 	return ""
 }
