@@ -134,6 +134,12 @@ type StepRow struct {
 	// benign calls of the whole run that got the block status (403). A
 	// miss or a blocked benign call fails the step. All 0 without attacks.
 	AttackCalls, AttackMisses, BenignBlocked int64
+	// ProxyCountSkewMs bounds how much longer or shorter than the window
+	// the span between the proxy counter's two readings (ProxyCompleted)
+	// may be: each was read after its edge, somewhere between asking the
+	// proxy and its answer. The cross-check of the two counts allows the
+	// requests of that span. NaN when the proxy has no counter.
+	ProxyCountSkewMs float64
 }
 
 // IsCapacity reports a step of the capacity knee's search.
@@ -269,6 +275,7 @@ var stepSchema = slices.Concat(schema[StepRow]{
 	added(countCol("attack_calls", func(r *sr) *int64 { return &r.AttackCalls })),
 	added(countCol("attack_misses", func(r *sr) *int64 { return &r.AttackMisses })),
 	added(countCol("benign_blocked", func(r *sr) *int64 { return &r.BenignBlocked })),
+	added(floatCol("proxy_count_skew_ms", func(r *sr) *float64 { return &r.ProxyCountSkewMs })),
 })
 
 // StepsHeader is the header of steps.csv, in column order.

@@ -24,7 +24,7 @@ func TestStepsHeaderIsTheDeclaredSchema(t *testing.T) {
 		"proxy_cpu_s", "proxy_idle_cpu_s_per_s", "cores_per_1k", "backend_cpu_s", "proxy_throttled_s", "cpu_steal_s", "proxy_rss_peak_mb",
 		"proxy_rss_lifetime_peak_mb", "loadgen_cpu_s", "loadgen_cpu_fraction", "loadgen_run_delay_s", "proxy_restarted",
 		"verdict", "reasons", "raw_file", "audit_bytes_per_req", "proxy_disk_write_bytes_per_s", "protocol", "tls",
-		"attack_calls", "attack_misses", "benign_blocked",
+		"attack_calls", "attack_misses", "benign_blocked", "proxy_count_skew_ms",
 	}
 	if got := StepsHeader(); !reflect.DeepEqual(got, want) {
 		t.Errorf("StepsHeader() = %v\nwant %v", got, want)
@@ -54,7 +54,7 @@ func fullRow(round int, configID string, seq int) StepRow {
 		RawFile:          "raw/r0/waf/full-crs/json_1k/002.json.gz",
 		AuditBytesPerReq: 2150.5, ProxyDiskWriteBytesPerS: 5_365_000,
 		Transport:   plan.Transport{Protocol: plan.ProtocolH2, TLS: true},
-		AttackCalls: 9, AttackMisses: 1, BenignBlocked: 2,
+		AttackCalls: 9, AttackMisses: 1, BenignBlocked: 2, ProxyCountSkewMs: 3.25,
 	}
 }
 
@@ -224,9 +224,9 @@ func TestReadStepsErrors(t *testing.T) {
 		want string
 	}{
 		{"renamed column", strings.Replace(header, "target_rps", "rps", 1) + "\n", `line 1: header column 12 is "rps", want "target_rps"`},
-		{"missing column", strings.TrimSuffix(header, ",raw_file,audit_bytes_per_req,proxy_disk_write_bytes_per_s,protocol,tls,attack_calls,attack_misses,benign_blocked") + "\n", `line 1: header ends before column 50 "raw_file"`},
+		{"missing column", strings.TrimSuffix(header, ",raw_file,audit_bytes_per_req,proxy_disk_write_bytes_per_s,protocol,tls,attack_calls,attack_misses,benign_blocked,proxy_count_skew_ms") + "\n", `line 1: header ends before column 50 "raw_file"`},
 		{"bad number", good.String() + strings.Replace(string(line), ",2500,", ",fast,", 1), "line 3: column target_rps"},
-		{"short row", good.String() + "sw-1,0,c\n", "line 3: 3 fields, want 57"},
+		{"short row", good.String() + "sw-1,0,c\n", "line 3: 3 fields, want 58"},
 		{"duplicate", good.String() + string(line), "line 3: duplicate step (round 0, config c, seq 0), first on line 2"},
 	}
 	for _, tt := range tests {

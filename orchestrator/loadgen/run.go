@@ -293,7 +293,7 @@ func driveWindow(ctx context.Context, spec Spec, runs []*fortioRun, runDone <-ch
 		// Unreadable schedstat (an old kernel) leaves the delay at 0.
 		edges.runDelay[i], _ = procstat.RunDelaySeconds(os.Getpid())
 		if spec.OnEdge != nil {
-			spec.OnEdge(Edge(i))
+			spec.OnEdge(Edge(i), edges.times[i])
 		}
 	}
 	select {

@@ -14,7 +14,7 @@ func TestRunAllMeasuresEachRunAndTheirUnion(t *testing.T) {
 	be := startBackend(t)
 	edges := 0
 	get := Spec{URL: be.URL() + "/get", QPS: 100, Connections: 2, Warmup: 200 * time.Millisecond, Duration: 2 * time.Second,
-		OnEdge: func(Edge) { edges++ }}
+		OnEdge: func(Edge, time.Time) { edges++ }}
 	post := Spec{URL: be.URL() + "/post", ContentType: "application/json", Body: []byte(`{"a":1}`), QPS: 50, Connections: 2,
 		Warmup: get.Warmup, Duration: get.Duration}
 	all, each, err := RunAll(context.Background(), []Spec{get, post})
@@ -59,7 +59,7 @@ func TestRunAllRefusesRunsThatCannotShareAWindow(t *testing.T) {
 	}{
 		{"another duration", func(s *Spec) { s.Duration = 2 * time.Second }, "share one window"},
 		{"another warm-up", func(s *Spec) { s.Warmup = time.Second }, "share one window"},
-		{"its own edges", func(s *Spec) { s.OnEdge = func(Edge) {} }, "only the first spec's OnEdge"},
+		{"its own edges", func(s *Spec) { s.OnEdge = func(Edge, time.Time) {} }, "only the first spec's OnEdge"},
 		{"an invalid run", func(s *Spec) { s.QPS = 0 }, "spec 1: QPS 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -46,7 +46,9 @@ type Spec struct {
 	Duration time.Duration
 	// OnEdge, when set, is called at the window's start and end, from
 	// another goroutine while the load runs; it should return quickly.
-	OnEdge func(Edge)
+	// at is when the load generator marked the edge, on its own clock:
+	// what the callee samples then is some time later.
+	OnEdge func(e Edge, at time.Time)
 	// NoCatchUp makes a connection that fell behind skip the slots it
 	// overran instead of sending them late. Measurements keep catch-up
 	// (see Window); the hardening tests' steady mixes use this to keep a

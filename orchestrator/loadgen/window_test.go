@@ -69,9 +69,14 @@ func within(got, want, fraction float64) bool { return math.Abs(got-want) <= fra
 func TestWindowBelowCapacityMeasuresTheKnownLatency(t *testing.T) {
 	srv := startSerialServer(t, 4*time.Millisecond) // capacity ~250 RPS
 	var edges []Edge
+	var marked []time.Time
 	var mu sync.Mutex
 	spec := Spec{URL: srv.URL + "/", QPS: 50, Connections: 4, Warmup: 500 * time.Millisecond, Duration: 3 * time.Second,
-		OnEdge: func(e Edge) { mu.Lock(); edges = append(edges, e); mu.Unlock() }}
+		OnEdge: func(e Edge, at time.Time) {
+			mu.Lock()
+			edges, marked = append(edges, e), append(marked, at)
+			mu.Unlock()
+		}}
 	res, err := Run(context.Background(), spec)
 	if err != nil {
 		t.Fatal(err)
@@ -82,6 +87,9 @@ func TestWindowBelowCapacityMeasuresTheKnownLatency(t *testing.T) {
 	}
 	if len(edges) != 2 || edges[0] != WindowStart || edges[1] != WindowEnd {
 		t.Errorf("OnEdge saw %v, want [start end]", edges)
+	}
+	if len(marked) != 2 || !marked[0].Equal(w.Start) || !marked[1].Equal(w.End) {
+		t.Errorf("OnEdge was told the edges were at %v, the window is %v to %v", marked, w.Start, w.End)
 	}
 	if !within(w.Seconds(), 3, 0.02) {
 		t.Errorf("window lasted %.3f s, want 3", w.Seconds())

@@ -25,8 +25,8 @@ type scriptedMix struct {
 }
 
 func (d scriptedMix) RunLoad(_ context.Context, specs []loadgen.Spec) (loadgen.Result, []loadgen.Result, error) {
-	specs[0].OnEdge(loadgen.WindowStart)
-	specs[0].OnEdge(loadgen.WindowEnd)
+	specs[0].OnEdge(loadgen.WindowStart, time.Now())
+	specs[0].OnEdge(loadgen.WindowEnd, time.Now())
 	each := make([]loadgen.Result, len(specs))
 	all := loadgen.Result{Duration: 2 * time.Second}
 	for i, s := range specs {

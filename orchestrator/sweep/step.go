@@ -23,8 +23,9 @@ const rssSampleEvery = 250 * time.Millisecond
 // not the proxy, may be the bottleneck.
 const maxBackendCPU = 0.9
 
-// Tolerances of the window's cross-checks: CPU is read in clock ticks and
-// the two counters are sampled a few milliseconds apart.
+// Tolerances of the window's cross-checks: CPU is read in clock ticks, and
+// the two request counts straddle the edges (beside the measured skew of
+// the proxy's readings, see countsAgree).
 const (
 	cpuAllowanceSlack   = 1.01 // fraction of the proxy's cores
 	counterSlackSeconds = 0.01 // of traffic at the target rate
@@ -93,6 +94,9 @@ func (c *configRun) transportSpec() loadgen.Spec {
 type edgeSample struct {
 	usage     target.Usage
 	completed int64 // the proxy's own count; -1 when it has none
+	// countedAfter is when, after the edge, the count was asked for and
+	// when it was answered: it was read somewhere in between.
+	countedAfter [2]time.Duration
 }
 
 // windowEdges samples the deployment at the window's two edges, from the
@@ -104,17 +108,22 @@ type windowEdges struct {
 	err      error
 }
 
-func (w *windowEdges) sample(loadgen.Edge) {
+// sample reads the proxy's counter first: a request count moves with
+// every millisecond of delay, CPU seconds only in clock ticks.
+func (w *windowEdges) sample(_ loadgen.Edge, at time.Time) {
 	s := edgeSample{completed: -1}
+	var countErr error
+	if pc, ok := w.deployed.(target.ProxyCounter); ok {
+		asked := time.Now()
+		s.completed, countErr = pc.ProxyCompleted()
+		s.countedAfter = [2]time.Duration{asked.Sub(at), time.Since(at)}
+	}
 	u, err := w.deployed.Usage()
 	s.usage = u
-	if pc, ok := w.deployed.(target.ProxyCounter); ok && err == nil {
-		s.completed, err = pc.ProxyCompleted()
-	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.samples = append(w.samples, s)
-	w.err = errors.Join(w.err, err)
+	w.err = errors.Join(w.err, countErr, err)
 }
 
 // result returns the two edges, or why they are missing.
@@ -149,7 +158,7 @@ func (c *configRun) newRow(rate int, kind knee.Kind, sloMs float64) dataset.Step
 		LoadgenRunDelayS: math.NaN(), BackendCPUS: math.NaN(), ProxyThrottledS: math.NaN(), StealS: math.NaN(),
 		ProxyCPUS: math.NaN(), CoresPer1k: math.NaN(), ProxyRSSPeakMB: math.NaN(), ProxyRSSLifetimePeakMB: math.NaN(),
 		LoadgenCPUS: math.NaN(), LoadgenCPUFraction: math.NaN(), AchievedRPS: math.NaN(),
-		AuditBytesPerReq: math.NaN(), ProxyDiskWriteBytesPerS: math.NaN(),
+		AuditBytesPerReq: math.NaN(), ProxyDiskWriteBytesPerS: math.NaN(), ProxyCountSkewMs: math.NaN(),
 		ProxyIdleCPUSPerS: c.idleCPUPS,
 	}
 }
@@ -237,6 +246,7 @@ func fillCounts(row *dataset.StepRow, res loadgen.Result, edges [2]edgeSample) {
 	row.SocketsOpened = res.SocketsOpened
 	if edges[0].completed >= 0 && edges[1].completed >= 0 {
 		row.ProxyCompleted = edges[1].completed - edges[0].completed
+		row.ProxyCountSkewMs = countSkew(edges).Seconds() * 1000
 	}
 	w := res.Window
 	row.WindowS = w.Seconds()
@@ -248,6 +258,16 @@ func fillCounts(row *dataset.StepRow, res loadgen.Result, edges [2]edgeSample) {
 	row.P50RawMs, row.P99RawMs = w.Raw.P50Ms, w.Raw.P99Ms
 	row.LoadgenLatenessP99Ms, row.Unsent = w.Lateness.P99Ms, w.Unsent
 	row.LoadgenRunDelayS = w.RunDelaySeconds
+}
+
+// countSkew bounds how far the span between the two readings of the
+// proxy's counter may be longer or shorter than the window: longer when
+// the end's count was read as late as it could have been and the start's
+// as early, shorter the other way round.
+func countSkew(edges [2]edgeSample) time.Duration {
+	longer := edges[1].countedAfter[1] - edges[0].countedAfter[0]
+	shorter := edges[0].countedAfter[1] - edges[1].countedAfter[0]
+	return max(longer, shorter, 0)
 }
 
 // windowReasons lists why the window's own figures cannot be right: the
@@ -273,14 +293,20 @@ func windowReasons(row dataset.StepRow, proxyCores float64, p plan.Plan) []strin
 
 // countsAgree: the proxy's count of requests completed in the window
 // matches the load generator's, within a slack for requests that straddle
-// the window's edges. The proxy counts the attacks too. A call that got no
-// response (the client's timeout, a reset) ended at the load generator but
-// may never have ended at the proxy: an overloaded proxy still holds most
-// of them when the client gives up, so those may be missing from the
-// proxy's count, never extra.
+// the window's edges and for those of the time by which the counter's
+// readings were apart more or less than the window (ProxyCountSkewMs, at
+// the window's rate; a loaded machine delays one reading more than the
+// other). The proxy counts the attacks too. A call that got no response
+// (the client's timeout, a reset) ended at the load generator but may
+// never have ended at the proxy: an overloaded proxy still holds most of
+// them when the client gives up, so those may be missing from the proxy's
+// count, never extra.
 func countsAgree(row dataset.StepRow) bool {
 	sent := row.Completed + row.AttackCalls
 	slack := counterSlackShare*float64(sent) + counterSlackSeconds*float64(row.TargetRPS) + 2
+	if skewS := row.ProxyCountSkewMs / 1000; skewS > 0 && row.WindowS > 0 { // NaN: a dataset from before it was measured
+		slack += skewS * float64(sent) / row.WindowS
+	}
 	lowest := float64(sent-row.SocketErrors) - slack
 	highest := float64(sent) + slack
 	return float64(row.ProxyCompleted) >= lowest && float64(row.ProxyCompleted) <= highest

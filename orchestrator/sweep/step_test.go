@@ -43,6 +43,17 @@ func TestWindowReasons(t *testing.T) {
 		{"fewer at the proxy than even the answered calls", func(r *dataset.StepRow) {
 			r.Completed, r.SocketErrors, r.ProxyCompleted = 20000, 1000, 18000
 		}, 1, "proxy counted 18000 requests in the window, the load generator 20000 (1000 of them without a response)"},
+		{"a proxy reading late by a skew measured", func(r *dataset.StepRow) { r.ProxyCompleted, r.ProxyCountSkewMs = 19500, 400 }, 1, ""},
+		{"a proxy reading late by more than the skew measured", func(r *dataset.StepRow) { r.ProxyCompleted, r.ProxyCountSkewMs = 19300, 400 }, 1, "proxy counted 19300 requests"},
+		{"a skew not measured", func(r *dataset.StepRow) { r.ProxyCompleted, r.ProxyCountSkewMs = 19500, math.NaN() }, 1, "proxy counted 19500 requests"},
+		// TestAttackShareUnderLoad in a loaded make test: 7 requests, 88 ms
+		// at 81 RPS, more than the fixed slack of 6.04.
+		{"a low rate's count off by a reading's delay", func(r *dataset.StepRow) {
+			r.TargetRPS, r.WindowS, r.Completed, r.ProxyCompleted, r.ProxyCPUS, r.ProxyCountSkewMs = 80, 4, 324, 317, 1, 0
+		}, 1, "proxy counted 317 requests in the window, the load generator 324"},
+		{"a low rate's count off by the skew measured", func(r *dataset.StepRow) {
+			r.TargetRPS, r.WindowS, r.Completed, r.ProxyCompleted, r.ProxyCPUS, r.ProxyCountSkewMs = 80, 4, 324, 317, 1, 90
+		}, 1, ""},
 		{"attacks counted at the proxy", func(r *dataset.StepRow) { r.AttackCalls, r.ProxyCompleted = 200, 20200 }, 1, ""},
 		{"no proxy counter", func(r *dataset.StepRow) { r.ProxyCompleted = -1; r.Completed = 5 }, 1, ""},
 		{"late beside a tight objective", func(r *dataset.StepRow) { r.LoadgenLatenessP99Ms, r.SLOMs = 2.6, 10 }, 1, "load generator's own lateness p99 2.60 ms is over 25% of the 10 ms objective"},
@@ -70,7 +81,10 @@ func TestWindowReasons(t *testing.T) {
 // which include the warm-up and the tail.
 func TestFillCountsTakesTheWindow(t *testing.T) {
 	start := time.Unix(100, 0)
-	edges := [2]edgeSample{{completed: 500}, {completed: 1499}}
+	edges := [2]edgeSample{ // the end's count asked for 1 ms later than the start's, answered 4 ms later
+		{completed: 500, countedAfter: [2]time.Duration{time.Millisecond, 3 * time.Millisecond}},
+		{completed: 1499, countedAfter: [2]time.Duration{2 * time.Millisecond, 7 * time.Millisecond}},
+	}
 	res := loadgen.Result{Completed: 1700, Non2xx: 9, SocketsOpened: 8, P99Ms: 1, Window: &loadgen.Window{
 		Start: start, End: start.Add(10 * time.Second), Scheduled: 1000.4,
 		Completed: 998, OK: 996, Non2xx: 1, SocketErrors: 1, Unsent: 2,
@@ -81,7 +95,7 @@ func TestFillCountsTakesTheWindow(t *testing.T) {
 	fillCounts(&row, res, edges)
 	want := dataset.StepRow{
 		WindowS: 10, Scheduled: 1000, Completed: 998, Non2xx: 1, SocketErrors: 1, SocketsOpened: 8, AchievedRPS: 99.8,
-		P50Ms: 2, P99Ms: 40, P50RawMs: 1, P99RawMs: 5, LoadgenLatenessP99Ms: 35, Unsent: 2, ProxyCompleted: 999, LoadgenRunDelayS: 0.02,
+		P50Ms: 2, P99Ms: 40, P50RawMs: 1, P99RawMs: 5, LoadgenLatenessP99Ms: 35, Unsent: 2, ProxyCompleted: 999, ProxyCountSkewMs: 6, LoadgenRunDelayS: 0.02,
 	}
 	if !reflect.DeepEqual(row, want) {
 		t.Errorf("row\n%+v\nwant\n%+v", row, want)
@@ -119,27 +133,38 @@ func sameFigure(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNa
 
 var _ target.ProxyCounter = (*countingDeployment)(nil)
 
-// countingDeployment is a fake with a proxy counter, for the edge sampler.
+// countingDeployment is a fake with a proxy counter, for the edge
+// sampler; its counter answers after answerIn.
 type countingDeployment struct {
 	deadDeployment
-	count int64
-	cpu   float64
+	count    int64
+	cpu      float64
+	answerIn time.Duration
 }
 
-func (c *countingDeployment) ProxyCompleted() (int64, error) { c.count += 100; return c.count, nil }
+func (c *countingDeployment) ProxyCompleted() (int64, error) {
+	time.Sleep(c.answerIn)
+	c.count += 100
+	return c.count, nil
+}
+
 func (c *countingDeployment) Usage() (target.Usage, error) {
 	c.cpu += 1.5
 	return target.Usage{ProxyCPUSeconds: c.cpu, BackendCPUSeconds: -1, ProxyWrittenBytes: -1, AuditLogBytes: -1}, nil
 }
 
+// Each edge keeps the proxy's count and CPU, and when after the edge the
+// count was read: a sampler that ran late at one edge only makes the span
+// between the counts longer or shorter than the window.
 func TestWindowEdgesSampleBothEdges(t *testing.T) {
-	d := &countingDeployment{}
+	const late, answerIn = 50 * time.Millisecond, 20 * time.Millisecond
+	d := &countingDeployment{answerIn: answerIn}
 	edges := &windowEdges{deployed: d}
 	if _, err := edges.result(); err == nil {
 		t.Error("no edges sampled, no error")
 	}
-	edges.sample(loadgen.WindowStart)
-	edges.sample(loadgen.WindowEnd)
+	edges.sample(loadgen.WindowStart, time.Now().Add(-late))
+	edges.sample(loadgen.WindowEnd, time.Now())
 	got, err := edges.result()
 	if err != nil {
 		t.Fatal(err)
@@ -147,8 +172,37 @@ func TestWindowEdgesSampleBothEdges(t *testing.T) {
 	if got[0].completed != 100 || got[1].completed != 200 || got[1].usage.ProxyCPUSeconds-got[0].usage.ProxyCPUSeconds != 1.5 {
 		t.Errorf("edges %+v", got)
 	}
-	if math.IsNaN(got[1].usage.ProxyCPUSeconds) {
-		t.Errorf("edge usage %+v", got[1].usage)
+	// Lower bounds only: the scheduler may add to every interval.
+	start, end := got[0].countedAfter, got[1].countedAfter
+	if start[0] < late || start[1]-start[0] < answerIn || end[1]-end[0] < answerIn {
+		t.Errorf("counted after the start %v, after the end %v: want asked %v late, answered %v after asking", start, end, late, answerIn)
+	}
+	if skew := countSkew(got); skew < late+answerIn {
+		t.Errorf("skew %v: the start was read at least %v after its edge, the end's asked for at once", skew, late+answerIn)
+	}
+}
+
+func TestCountSkew(t *testing.T) {
+	ms := func(asked, answered int) [2]time.Duration {
+		return [2]time.Duration{time.Duration(asked) * time.Millisecond, time.Duration(answered) * time.Millisecond}
+	}
+	tests := []struct {
+		name       string
+		start, end [2]time.Duration
+		want       time.Duration
+	}{
+		{"both read alike", ms(1, 2), ms(1, 2), time.Millisecond},
+		{"the end read late: a longer span", ms(1, 2), ms(80, 90), 89 * time.Millisecond},
+		{"the start read late: a shorter span", ms(80, 90), ms(1, 2), 89 * time.Millisecond},
+		{"both late alike", ms(80, 81), ms(80, 81), time.Millisecond},
+		{"not read", ms(0, 0), ms(0, 0), 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := countSkew([2]edgeSample{{countedAfter: tc.start}, {countedAfter: tc.end}}); got != tc.want {
+				t.Errorf("skew %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 
@@ -177,8 +231,8 @@ type scriptedDeployment struct {
 
 // RunLoad answers a step of one run with the scripted window.
 func (d scriptedDeployment) RunLoad(_ context.Context, specs []loadgen.Spec) (loadgen.Result, []loadgen.Result, error) {
-	specs[0].OnEdge(loadgen.WindowStart)
-	specs[0].OnEdge(loadgen.WindowEnd)
+	specs[0].OnEdge(loadgen.WindowStart, time.Now())
+	specs[0].OnEdge(loadgen.WindowEnd, time.Now())
 	w := d.window
 	res := loadgen.Result{Completed: w.Completed, Window: &w, Duration: 2 * time.Second}
 	return res, []loadgen.Result{res}, nil

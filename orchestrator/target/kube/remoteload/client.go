@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
 )
@@ -85,7 +86,7 @@ func newStep(specs []loadgen.Spec) (step, error) {
 }
 
 // readStream reads the edges (passing each to onEdge) up to the outcome.
-func readStream(ctx context.Context, dec *gob.Decoder, onEdge func(loadgen.Edge)) (loadgen.Result, []loadgen.Result, error) {
+func readStream(ctx context.Context, dec *gob.Decoder, onEdge func(loadgen.Edge, time.Time)) (loadgen.Result, []loadgen.Result, error) {
 	for {
 		var m message
 		if err := dec.Decode(&m); err != nil {
@@ -100,7 +101,7 @@ func readStream(ctx context.Context, dec *gob.Decoder, onEdge func(loadgen.Edge)
 		switch m.Kind {
 		case kindEdge:
 			if onEdge != nil {
-				onEdge(m.Edge)
+				onEdge(m.Edge, m.At)
 			}
 		case kindResult:
 			if m.Result != nil {

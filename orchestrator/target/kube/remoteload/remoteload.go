@@ -15,6 +15,8 @@
 package remoteload
 
 import (
+	"time"
+
 	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
 )
 
@@ -37,10 +39,13 @@ const HealthPath = "/healthz"
 // message is one element of the response stream: an edge of the window,
 // then the result (the union, and each run's own) or the error that ended
 // the step. Kind says which, since
-// gob does not send zero values (WindowStart is 0).
+// gob does not send zero values (WindowStart is 0). At is when the pod's
+// load generator marked the edge, on the pod's clock: the caller compares
+// the two edges' delays, in which a constant offset between clocks cancels.
 type message struct {
 	Kind   kind
 	Edge   loadgen.Edge
+	At     time.Time
 	Result *loadgen.Result
 	Each   []loadgen.Result
 	Err    string

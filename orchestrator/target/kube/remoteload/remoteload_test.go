@@ -44,12 +44,12 @@ func TestRemoteStepIsWindowExact(t *testing.T) {
 	be, hits := backend(t)
 	var mu sync.Mutex
 	var edges []loadgen.Edge
-	var at []time.Time
+	var at, sent []time.Time // when each edge arrived, and when the pod marked it
 	spec := loadgen.Spec{URL: be.URL + "/", QPS: 200, Connections: 2, Warmup: 500 * time.Millisecond, Duration: 2 * time.Second,
-		OnEdge: func(e loadgen.Edge) {
+		OnEdge: func(e loadgen.Edge, marked time.Time) {
 			mu.Lock()
 			defer mu.Unlock()
-			edges, at = append(edges, e), append(at, time.Now())
+			edges, at, sent = append(edges, e), append(at, time.Now()), append(sent, marked)
 		}}
 	res, err := pod(t).Run(context.Background(), spec)
 	if err != nil {
@@ -63,6 +63,9 @@ func TestRemoteStepIsWindowExact(t *testing.T) {
 	}
 	if gap := at[1].Sub(at[0]); gap < 1900*time.Millisecond || gap > 2300*time.Millisecond {
 		t.Errorf("edges arrived %v apart, the window is 2s", gap)
+	}
+	if !sent[0].Equal(res.Window.Start) || !sent[1].Equal(res.Window.End) {
+		t.Errorf("the edges were marked at %v, the window is %v to %v", sent, res.Window.Start, res.Window.End)
 	}
 	if w := res.Window.Seconds(); w < 1.95 || w > 2.1 {
 		t.Errorf("window %.3f s, want 2", w)
@@ -85,7 +88,7 @@ func TestRemoteStepOfSeveralRuns(t *testing.T) {
 	be, _ := backend(t)
 	edges := 0
 	benign := loadgen.Spec{URL: be.URL + "/", QPS: 100, Connections: 2, Warmup: 300 * time.Millisecond, Duration: 2 * time.Second,
-		OnEdge: func(loadgen.Edge) { edges++ }}
+		OnEdge: func(loadgen.Edge, time.Time) { edges++ }}
 	attack := loadgen.Spec{URL: be.URL + "/admin", QPS: 5, Connections: 1, Warmup: benign.Warmup, Duration: benign.Duration, Apart: true}
 	all, each, err := pod(t).RunAll(context.Background(), []loadgen.Spec{benign, attack})
 	if err != nil {
@@ -109,7 +112,7 @@ func TestCancelEndsTheRemoteRun(t *testing.T) {
 	c := pod(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	spec := loadgen.Spec{URL: be.URL + "/", QPS: 100, Connections: 1, Duration: time.Minute,
-		OnEdge: func(loadgen.Edge) { cancel() }}
+		OnEdge: func(loadgen.Edge, time.Time) { cancel() }}
 	start := time.Now()
 	if _, err := c.Run(ctx, spec); err == nil {
 		t.Fatal("a cancelled step returned no error")
@@ -148,7 +151,7 @@ func TestRemoteErrorsSayWhy(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		_, err := c.Run(context.Background(), loadgen.Spec{URL: be.URL + "/", QPS: 50, Connections: 1, Duration: 2 * time.Second,
-			OnEdge: func(e loadgen.Edge) {
+			OnEdge: func(e loadgen.Edge, _ time.Time) {
 				if e == loadgen.WindowStart {
 					close(started)
 				}

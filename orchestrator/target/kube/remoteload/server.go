@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
 )
@@ -103,7 +104,7 @@ func serveRun(w http.ResponseWriter, r *http.Request, run RunFunc, specs []loadg
 			flusher.Flush()
 		}
 	}
-	specs[0].OnEdge = func(e loadgen.Edge) { send(message{Kind: kindEdge, Edge: e}) }
+	specs[0].OnEdge = func(e loadgen.Edge, at time.Time) { send(message{Kind: kindEdge, Edge: e, At: at}) }
 	res, each, err := run(r.Context(), specs)
 	if err != nil {
 		send(message{Kind: kindError, Err: err.Error()})

@@ -119,7 +119,7 @@ func (f *LoadgenStub) run(ctx context.Context, specs []loadgen.Spec) (loadgen.Re
 	var w loadgen.Window
 	w.Start = time.Now()
 	if spec.OnEdge != nil {
-		spec.OnEdge(loadgen.WindowStart)
+		spec.OnEdge(loadgen.WindowStart, w.Start)
 	}
 	if err := wait(spec.Duration / 4); err != nil {
 		return loadgen.Result{}, nil, err
@@ -132,7 +132,7 @@ func (f *LoadgenStub) run(ctx context.Context, specs []loadgen.Spec) (loadgen.Re
 	}
 	f.mu.Unlock()
 	if spec.OnEdge != nil {
-		spec.OnEdge(loadgen.WindowEnd)
+		spec.OnEdge(loadgen.WindowEnd, time.Now())
 	}
 	return res, each, nil
 }
