@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/wafsweep/wafsweep/orchestrator/cpuprobe"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
 )
 
@@ -71,8 +72,12 @@ type Metadata struct {
 	// Identity digests the plan, the target with its CPU assignment or
 	// cluster, and the builds' digests: a resume on anything else is
 	// refused. Empty in sweeps that predate it.
-	Identity string   `json:"identity,omitempty"`
-	Notes    []string `json:"notes"`
+	Identity string `json:"identity,omitempty"`
+	// CPUProbes measured the proxy's CPU where the sweep started and at
+	// each resume, on targets whose proxy runs on the sweep's machine
+	// (recorded since 2026-12-06).
+	CPUProbes []cpuprobe.Probe `json:"cpu_probes,omitempty"`
+	Notes     []string         `json:"notes"`
 }
 
 // WriteMetadata replaces path with m as indented JSON, atomically.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wafsweep/wafsweep/orchestrator/cpuprobe"
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/knee"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
@@ -79,6 +80,10 @@ func testMeta() dataset.Metadata {
 		Versions:    dataset.Versions{Envoy: "1.40.0", Coraza: "v3.8.1", CRS: "v4.25.0", ModuleAccelerated: "sha256:0123", ModuleAcceleratedEngine: "hyperscan (libhs.so.5)"},
 		CPUModel:    "Test CPU <x86>", Cores: 2, Target: dataset.TargetLocal,
 		CoreAssignment: map[string]string{"proxy": "0", "loadgen": "1"},
+		CPUProbes: []cpuprobe.Probe{
+			{At: time.Date(2025, 1, 2, 3, 4, 0, 0, time.UTC), Rate: 20000, Spread: 0.04},
+			{At: time.Date(2025, 1, 3, 3, 4, 0, 0, time.UTC), Rate: 17000, Spread: 0.31},
+		},
 	}
 }
 
@@ -133,6 +138,7 @@ func TestGenerate(t *testing.T) {
 		"| Accelerated build's engine | hyperscan (libhs.so.5) |",
 		"- CPU: Test CPU &lt;x86&gt;, 2 cores",
 		"- Cores for loadgen: 1",
+		"- Proxy's CPU probed before the sweep and at each resume (units/s of package cpuprobe's work on CPU 0): 20000, slices 4% apart, at 2025-01-02T03:04:00Z; 17000, slices 31% apart, at 2025-01-03T03:04:00Z (-15%)",
 		`"ladder": [`,
 	} {
 		if !strings.Contains(report, want) {

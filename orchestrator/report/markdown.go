@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wafsweep/wafsweep/orchestrator/cpuprobe"
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/knee"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
@@ -202,6 +203,9 @@ func writeReproduce(b *bytes.Buffer, meta dataset.Metadata) {
 	for _, role := range sortedStrings(meta.CoreAssignment) {
 		fmt.Fprintf(b, "- Cores for %s: %s\n", mdText(role), mdText(meta.CoreAssignment[role]))
 	}
+	if line := probesLine(meta.CPUProbes); line != "" {
+		fmt.Fprintf(b, "- %s\n", line)
+	}
 	if env := meta.Plan.EnvoyEnv; len(env) > 0 {
 		fmt.Fprintf(b, "- Envoy's environment: %s\n", mdText(strings.Join(env, " ")))
 	}
@@ -238,6 +242,23 @@ func writeReproduce(b *bytes.Buffer, meta dataset.Metadata) {
 		}
 		b.WriteString("\n")
 	}
+}
+
+// probesLine lists the probes of the proxy's CPU, each after the first
+// with its speed relative to the first ("" when there are none).
+func probesLine(probes []cpuprobe.Probe) string {
+	if len(probes) == 0 {
+		return ""
+	}
+	parts := make([]string, len(probes))
+	for i, p := range probes {
+		parts[i] = fmt.Sprintf("%.0f, slices %.0f%% apart, at %s", p.Rate, 100*p.Spread, fmtTime(p.At))
+		if i > 0 {
+			parts[i] += fmt.Sprintf(" (%+.0f%%)", -100*p.Slower(probes[0]))
+		}
+	}
+	return fmt.Sprintf("Proxy's CPU probed before the sweep and at each resume (units/s of package cpuprobe's work on CPU %d): %s",
+		probes[0].CPU, strings.Join(parts, "; "))
 }
 
 // writeCode fences text with more backticks than it contains in a row.

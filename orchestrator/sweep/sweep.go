@@ -38,6 +38,9 @@ type Options struct {
 	// Host is the Host header of every request (a name: CRS 920350 flags
 	// numeric hosts).
 	Host string
+	// CPUProbe is how long to probe the proxy's CPU before the sweep
+	// starts or resumes (0: cpuprobe.DefaultDuration).
+	CPUProbe time.Duration
 }
 
 // File names inside OutDir (the datasets' are package dataset's, which
@@ -76,7 +79,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	// The metadata first: it says whether steps.csv is of a schema this
 	// sweep can resume.
-	meta, err := startMetadata(opts)
+	meta, err := startMetadata(ctx, opts)
 	if err != nil {
 		return err
 	}

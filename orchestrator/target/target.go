@@ -87,6 +87,14 @@ type Deployed interface {
 	Teardown() error
 }
 
+// LocalProxy is implemented by targets whose proxy runs on this machine,
+// pinned to CPUs the sweep can probe before it deploys anything there (a
+// cluster's node is another machine).
+type LocalProxy interface {
+	// ProxyCPU is the first CPU the proxy is pinned to.
+	ProxyCPU() int
+}
+
 // ProxyCounter is implemented by deployments whose proxy counts the
 // requests it completed. The sweep samples it at the measured window's
 // edges to cross-check the load generator's count.

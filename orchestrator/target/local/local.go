@@ -134,6 +134,9 @@ func span(lo, hi int) []int {
 // Name implements target.Target.
 func (l *Local) Name() string { return dataset.TargetLocal }
 
+// ProxyCPU implements target.LocalProxy.
+func (l *Local) ProxyCPU() int { return l.opts.ProxyCPUs[0] }
+
 // Describe implements target.Target.
 func (l *Local) Describe() target.Description {
 	d := target.Description{CoreAssignment: map[string]string{
