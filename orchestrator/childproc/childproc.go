@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wafsweep/wafsweep/orchestrator/procstat"
 )
 
 // Child is a started process.
@@ -38,9 +40,8 @@ func Start(cmd *exec.Cmd, cpus []int) (*Child, error) {
 	go func() {
 		runtime.LockOSThread()
 		if len(cpus) > 0 {
-			set := cpuSet(cpus)
-			if err := unix.SchedSetaffinity(0, &set); err != nil {
-				started <- fmt.Errorf("set CPU affinity %v: %w", cpus, err)
+			if err := procstat.PinThread(cpus); err != nil {
+				started <- err
 				return
 			}
 		}
@@ -114,15 +115,6 @@ func (c *Child) Terminate(sig syscall.Signal, grace time.Duration) error {
 
 // maxCPU is the number of CPUs a unix.CPUSet can name.
 const maxCPU = len(unix.CPUSet{}) * 64
-
-func cpuSet(cpus []int) unix.CPUSet {
-	var set unix.CPUSet
-	set.Zero()
-	for _, c := range cpus {
-		set.Set(c)
-	}
-	return set
-}
 
 // ValidCPU reports whether a CPU number fits a CPU set.
 func ValidCPU(c int) bool { return c >= 0 && c < maxCPU }

@@ -24,7 +24,7 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/wafsweep/wafsweep/orchestrator/procstat"
 )
 
 // DefaultDuration is how long a sweep probes.
@@ -82,10 +82,8 @@ func Measure(ctx context.Context, cpu int, d time.Duration) (Probe, error) {
 }
 
 func measurePinned(ctx context.Context, cpu, samples int) (Probe, error) {
-	var set unix.CPUSet
-	set.Set(cpu)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		return Probe{}, fmt.Errorf("cpu probe: pin to CPU %d: %w", cpu, err)
+	if err := procstat.PinThread([]int{cpu}); err != nil {
+		return Probe{}, fmt.Errorf("cpu probe: %w", err)
 	}
 	start := time.Now()
 	rates := make([]float64, samples)

@@ -34,7 +34,7 @@ func TestMeasureRefuses(t *testing.T) {
 		{"no time", context.Background(), 0, 0, "positive duration"},
 		// The kernel refuses an affinity to a CPU the machine lacks: the
 		// probe never runs unpinned.
-		{"a CPU the machine lacks", context.Background(), 1000, time.Millisecond, "pin to CPU 1000"},
+		{"a CPU the machine lacks", context.Background(), 1000, time.Millisecond, "pin this thread to [1000]"},
 		{"a cancelled sweep", cancelled, 0, time.Second, "context canceled"},
 	}
 	for _, tc := range tests {

@@ -108,11 +108,7 @@ func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6
 // afterwards inherit their creator's mask, so the whole process stays on
 // cpus from then on.
 func PinProcess(pid int, cpus []int) error {
-	var set unix.CPUSet
-	set.Zero()
-	for _, c := range cpus {
-		set.Set(c)
-	}
+	set := cpuSet(cpus)
 	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
 	if err != nil || len(tasks) == 0 {
 		return fmt.Errorf("procstat: list threads of %d: %v", pid, err)
@@ -127,6 +123,26 @@ func PinProcess(pid int, cpus []int) error {
 		}
 	}
 	return nil
+}
+
+// PinThread sets the CPU affinity of the calling OS thread only. The
+// caller holds runtime.LockOSThread and never unlocks it, so that the
+// runtime discards the thread, and its mask, when the goroutine ends.
+func PinThread(cpus []int) error {
+	set := cpuSet(cpus)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("procstat: pin this thread to %v: %w", cpus, err)
+	}
+	return nil
+}
+
+func cpuSet(cpus []int) unix.CPUSet {
+	var set unix.CPUSet
+	set.Zero()
+	for _, c := range cpus {
+		set.Set(c)
+	}
+	return set
 }
 
 // CPUModel is the first "model name" of /proc/cpuinfo.

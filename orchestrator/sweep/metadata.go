@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"math"
 	"os"
@@ -125,9 +124,9 @@ func noiseWarning(p cpuprobe.Probe) string {
 		"another tenant is loading the machine's shared caches or cores, so expect figures to vary from run to run", 100*p.Spread)
 }
 
-// warn writes a warning to the sweep's progress output.
+// warn writes a warning to the sweep's progress output (Run sets one).
 func warn(opts Options, format string, args ...any) {
-	fmt.Fprintf(cmp.Or[io.Writer](opts.Progress, io.Discard), "wafsweep: warning: "+format+"\n", args...)
+	fmt.Fprintf(opts.Progress, "wafsweep: warning: "+format+"\n", args...)
 }
 
 // machineChange says how far now's probe is from the start's, when it is

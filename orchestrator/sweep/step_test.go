@@ -265,7 +265,13 @@ func TestSLOStepIsJudgedOnItsObjective(t *testing.T) {
 			w.Corrected, w.Lateness = loadgen.Latency{P50Ms: 1, P99Ms: tc.p99}, loadgen.Latency{P99Ms: tc.lateMs}
 			p := tinyPlan()
 			p.MaxLoadgenLateness, p.MaxLoadgenDelay = plan.Default().MaxLoadgenLateness, plan.Default().MaxLoadgenDelay
-			c := scriptedRun(t, Options{Plan: p, SweepID: "test"}, w)
+			journal, err := dataset.OpenJournal(filepath.Join(t.TempDir(), StepsFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer journal.Close()
+			c := &configRun{runner: &runner{opts: Options{Plan: p, SweepID: "test"}, journal: journal},
+				cfg: plan.Config{Flavor: plan.FlavorDirect, Tier: plan.TierNone, Shape: plan.ShapeGet}, deployed: scriptedDeployment{window: w}}
 			row, _, err := c.step(t.Context(), 100, knee.KindLadder, tc.sloMs)
 			if err != nil {
 				t.Fatal(err)
@@ -278,17 +284,4 @@ func TestSLOStepIsJudgedOnItsObjective(t *testing.T) {
 			}
 		})
 	}
-}
-
-// scriptedRun is a configuration run of the direct flavor whose every load
-// answers with the window w.
-func scriptedRun(t *testing.T, opts Options, w loadgen.Window) *configRun {
-	t.Helper()
-	journal, err := dataset.OpenJournal(filepath.Join(t.TempDir(), StepsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { journal.Close() })
-	return &configRun{runner: &runner{opts: opts, journal: journal},
-		cfg: plan.Config{Flavor: plan.FlavorDirect, Tier: plan.TierNone, Shape: plan.ShapeGet}, deployed: scriptedDeployment{window: w}}
 }

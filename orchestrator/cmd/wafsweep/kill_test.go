@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wafsweep/wafsweep/orchestrator/cpuprobe"
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
 	"github.com/wafsweep/wafsweep/orchestrator/knee"
@@ -45,11 +48,15 @@ func TestSIGKILLThenResume(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(1000+rng.IntN(4000)) * time.Millisecond)
+		// After the sweep's CPU probe, so that the kill lands among steps.
+		time.Sleep(cpuprobe.DefaultDuration + time.Duration(1000+rng.IntN(4000))*time.Millisecond)
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
 		rows, err := dataset.ReadSteps(stepsFile)
-		if err != nil && !os.IsNotExist(err) {
+		// Killed before steps.csv was created (the sweep probes the proxy's
+		// CPU first): nothing recorded yet. ReadSteps wraps the error, which
+		// os.IsNotExist does not unwrap.
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			t.Fatalf("after kill %d steps.csv does not parse: %v", kill, err)
 		}
 		assertPrefix(t, kept, rows)
