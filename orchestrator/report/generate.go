@@ -384,13 +384,20 @@ func contestedSuffix(k dataset.KneeRow) string {
 }
 
 // contestedKneeNote says what the mark means, with each marked knee of
-// rows and its lowest contesting rate; "" when rows mark none.
+// rows and its lowest contesting rate; "" when rows mark none. A table of
+// rounds names the round, or its rows of one configuration would read
+// alike.
 func contestedKneeNote(rows []dataset.KneeRow) string {
 	var named []string
 	for _, k := range rows {
-		if contestedSuffix(k) != "" {
-			named = append(named, fmt.Sprintf("`%s` at %d", k.ConfigID, k.ContestedByRPS))
+		if contestedSuffix(k) == "" {
+			continue
 		}
+		which := fmt.Sprintf("`%s`", k.ConfigID)
+		if k.Round != dataset.AllRounds {
+			which += fmt.Sprintf(" round %d", k.Round)
+		}
+		named = append(named, fmt.Sprintf("%s at %d", which, k.ContestedByRPS))
 	}
 	if len(named) == 0 {
 		return ""

@@ -326,13 +326,18 @@ func TestKneeText(t *testing.T) {
 // contesting rate, and is absent when no knee is marked.
 func TestContestedKneeNote(t *testing.T) {
 	plain := dataset.KneeRow{ConfigID: "envoy/none/get", KneeRPS: 10000, Censored: dataset.CensoredAbove, BoundRPS: 10000}
-	contested := dataset.KneeRow{ConfigID: "waf/full-crs/get", KneeRPS: 1250, ContestedByRPS: 940}
+	contested := dataset.KneeRow{ConfigID: "waf/full-crs/get", Round: dataset.AllRounds, KneeRPS: 1250, ContestedByRPS: 940}
 	if note := contestedKneeNote([]dataset.KneeRow{plain}); note != "" {
 		t.Errorf("note without a marked knee: %q", note)
 	}
 	note := contestedKneeNote([]dataset.KneeRow{plain, contested})
 	if !strings.HasPrefix(note, "‡ ") || !strings.Contains(note, "`waf/full-crs/get` at 940") || strings.Contains(note, "envoy/none/get") {
 		t.Errorf("note %q: want the mark, the contested knee and its rate, and no other", note)
+	}
+	perRound := []dataset.KneeRow{contested, contested}
+	perRound[0].Round, perRound[1].Round, perRound[1].ContestedByRPS = 0, 2, 1100
+	if note := contestedKneeNote(perRound); !strings.Contains(note, "`waf/full-crs/get` round 0 at 940, `waf/full-crs/get` round 2 at 1100;") {
+		t.Errorf("note %q: want each round's row named by its round", note)
 	}
 	var b bytes.Buffer
 	writeTableEnd(&b, []dataset.KneeRow{contested})
