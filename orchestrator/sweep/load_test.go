@@ -3,7 +3,6 @@ package sweep
 import (
 	"context"
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -115,11 +114,7 @@ func TestAttacksDecideTheStep(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := tinyPlan()
 			p.AttackSharePct = 1
-			journal, err := dataset.OpenJournal(filepath.Join(t.TempDir(), StepsFile))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer journal.Close()
+			journal := testJournal(t)
 			cfg := plan.Config{Flavor: plan.FlavorWAF, Tier: plan.TierFullCRS, Shape: plan.ShapeGet}
 			shape, _ := plan.ShapeByName(cfg.Shape)
 			c := &configRun{runner: &runner{opts: Options{Plan: p, SweepID: "test"}, journal: journal}, cfg: cfg, shape: shape,
@@ -159,11 +154,7 @@ func (idleProxy) Usage() (target.Usage, error) {
 func TestCoresPer1kIsNeverBelowZero(t *testing.T) {
 	start := time.Now()
 	w := loadgen.Window{Start: start, End: start.Add(time.Second), Scheduled: 100, Completed: 100, OK: 100}
-	journal, err := dataset.OpenJournal(filepath.Join(t.TempDir(), StepsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer journal.Close()
+	journal := testJournal(t)
 	for _, idle := range []float64{0, 0.01} {
 		c := &configRun{runner: &runner{opts: Options{Plan: tinyPlan(), SweepID: "test"}, journal: journal}, idleCPUPS: idle,
 			cfg: plan.Config{Flavor: plan.FlavorEnvoy, Tier: plan.TierNone, Shape: plan.ShapeGet}, deployed: idleProxy{scriptedDeployment{window: w}}}

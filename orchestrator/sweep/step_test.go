@@ -265,12 +265,7 @@ func TestSLOStepIsJudgedOnItsObjective(t *testing.T) {
 			w.Corrected, w.Lateness = loadgen.Latency{P50Ms: 1, P99Ms: tc.p99}, loadgen.Latency{P99Ms: tc.lateMs}
 			p := tinyPlan()
 			p.MaxLoadgenLateness, p.MaxLoadgenDelay = plan.Default().MaxLoadgenLateness, plan.Default().MaxLoadgenDelay
-			journal, err := dataset.OpenJournal(filepath.Join(t.TempDir(), StepsFile))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer journal.Close()
-			c := &configRun{runner: &runner{opts: Options{Plan: p, SweepID: "test"}, journal: journal},
+			c := &configRun{runner: &runner{opts: Options{Plan: p, SweepID: "test"}, journal: testJournal(t)},
 				cfg: plan.Config{Flavor: plan.FlavorDirect, Tier: plan.TierNone, Shape: plan.ShapeGet}, deployed: scriptedDeployment{window: w}}
 			row, _, err := c.step(t.Context(), 100, knee.KindLadder, tc.sloMs)
 			if err != nil {
@@ -284,4 +279,16 @@ func TestSLOStepIsJudgedOnItsObjective(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testJournal is an empty steps journal in t's temporary directory,
+// closed when t ends.
+func testJournal(t *testing.T) *dataset.Journal {
+	t.Helper()
+	journal, err := dataset.OpenJournal(filepath.Join(t.TempDir(), StepsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { journal.Close() })
+	return journal
 }
