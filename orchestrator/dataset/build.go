@@ -128,9 +128,7 @@ func contestedBy(rows []StepRow, k KneeRow) int {
 		if st.Invalid || st.Passed() || s.TargetRPS > k.KneeRPS {
 			continue
 		}
-		if lowest == 0 || s.TargetRPS < lowest {
-			lowest = s.TargetRPS
-		}
+		lowest = lowerPositive(lowest, s.TargetRPS)
 	}
 	return lowest
 }
@@ -272,8 +270,8 @@ func aggregate(rounds []KneeRow) KneeRow {
 	a.ContestedByRPS = 0
 	for _, r := range valid {
 		// A round's contesting rate above the median knee does not contest it.
-		if r.ContestedByRPS > 0 && r.ContestedByRPS <= a.KneeRPS && (a.ContestedByRPS == 0 || r.ContestedByRPS < a.ContestedByRPS) {
-			a.ContestedByRPS = r.ContestedByRPS
+		if r.ContestedByRPS <= a.KneeRPS {
+			a.ContestedByRPS = lowerPositive(a.ContestedByRPS, r.ContestedByRPS)
 		}
 	}
 	a.P50MsAtKnee = Median(values(valid, func(r KneeRow) float64 { return r.P50MsAtKnee }))
@@ -395,9 +393,15 @@ func zeroIfNaN(v float64) float64 {
 func lowestBound(rounds []KneeRow) int {
 	bound := 0
 	for _, r := range rounds {
-		if r.BoundRPS > 0 && (bound == 0 || r.BoundRPS < bound) {
-			bound = r.BoundRPS
-		}
+		bound = lowerPositive(bound, r.BoundRPS)
 	}
 	return bound
+}
+
+// lowerPositive is the lower of two rates where 0 stands for "none".
+func lowerPositive(a, b int) int {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }

@@ -260,6 +260,16 @@ func TestAggregateBound(t *testing.T) {
 	}
 }
 
+func TestLowerPositive(t *testing.T) {
+	for _, c := range []struct{ a, b, want int }{
+		{0, 0, 0}, {0, 500, 500}, {500, 0, 500}, {500, 250, 250}, {250, 500, 250}, {500, 500, 500},
+	} {
+		if got := lowerPositive(c.a, c.b); got != c.want {
+			t.Errorf("lowerPositive(%d, %d) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}
+
 // A confirmation that fails where the rate had passed is a flip: counted per
 // round and summed on the aggregate row.
 func TestConfirmFlipsAreCounted(t *testing.T) {
