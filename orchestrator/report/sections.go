@@ -56,6 +56,9 @@ func SectionKinds() []string {
 // RegenerateSections returns doc with every generated section rendered
 // again from its datasets; dir is the document's directory.
 func RegenerateSections(doc []byte, dir string) ([]byte, error) {
+	if err := checkBeginLines(doc); err != nil {
+		return nil, err
+	}
 	var out bytes.Buffer
 	rest := doc
 	for {
@@ -114,4 +117,16 @@ func eachDataset(render func(dir, shownDir string) ([]byte, error)) sectionRende
 		}
 		return out.Bytes(), nil
 	}
+}
+
+// checkBeginLines refuses a line that starts like a BEGIN marker but does
+// not parse as one: the loop below would skip it as plain text, leaving its
+// figures stale without a word.
+func checkBeginLines(doc []byte) error {
+	for i, line := range strings.Split(string(doc), "\n") {
+		if strings.HasPrefix(line, "<!-- BEGIN generated:") && !sectionBegin.MatchString(line+"\n") {
+			return fmt.Errorf("line %d: %q is not a BEGIN marker: want <!-- BEGIN generated: NAME (make readme-figures[ KIND]: DATASET...) --> with NAME of a-z, 0-9 and -", i+1, line)
+		}
+	}
+	return nil
 }
