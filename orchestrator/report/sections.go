@@ -19,7 +19,11 @@ import (
 // The BEGIN line names the datasets, relative to the document, so that
 // changing what a section quotes is an edit of that line and a rerun. KIND
 // says how they are rendered (sectionKinds); without it each is a sweep's
-// Headline.
+// Headline. Every occurrence of beginMarker must start a line sectionBegin
+// parses: one that did not would otherwise pass as plain text, its figures
+// stale without a word.
+const beginMarker = "<!-- BEGIN generated:"
+
 var sectionBegin = regexp.MustCompile(`<!-- BEGIN generated: ([a-z0-9-]+) \(make readme-figures(?: ([a-z-]+))?: ([^)]*)\) -->\n`)
 
 // A sectionRenderer renders the datasets a section names: dir is the
@@ -56,16 +60,21 @@ func SectionKinds() []string {
 // RegenerateSections returns doc with every generated section rendered
 // again from its datasets; dir is the document's directory.
 func RegenerateSections(doc []byte, dir string) ([]byte, error) {
-	if err := checkBeginLines(doc); err != nil {
-		return nil, err
-	}
 	var out bytes.Buffer
 	rest := doc
 	for {
-		loc := sectionBegin.FindSubmatchIndex(rest)
-		if loc == nil {
+		at := bytes.Index(rest, []byte(beginMarker))
+		if at < 0 {
 			out.Write(rest)
 			return out.Bytes(), nil
+		}
+		out.Write(rest[:at])
+		rest = rest[at:]
+		loc := sectionBegin.FindSubmatchIndex(rest)
+		if loc == nil || loc[0] != 0 {
+			line, _, _ := bytes.Cut(rest, []byte("\n"))
+			return nil, fmt.Errorf("line %d: %q is not a BEGIN marker: want %s NAME (make readme-figures[ KIND]: DATASET...) --> with NAME of a-z, 0-9 and -",
+				1+bytes.Count(doc[:len(doc)-len(rest)], []byte("\n")), line, beginMarker)
 		}
 		name, kind, datasets := string(rest[loc[2]:loc[3]]), submatch(rest, loc, 2), strings.Fields(submatch(rest, loc, 3))
 		end := []byte("<!-- END generated: " + name + " -->")
@@ -117,16 +126,4 @@ func eachDataset(render func(dir, shownDir string) ([]byte, error)) sectionRende
 		}
 		return out.Bytes(), nil
 	}
-}
-
-// checkBeginLines refuses a line that starts like a BEGIN marker but does
-// not parse as one: the loop below would skip it as plain text, leaving its
-// figures stale without a word.
-func checkBeginLines(doc []byte) error {
-	for i, line := range strings.Split(string(doc), "\n") {
-		if strings.HasPrefix(line, "<!-- BEGIN generated:") && !sectionBegin.MatchString(line+"\n") {
-			return fmt.Errorf("line %d: %q is not a BEGIN marker: want <!-- BEGIN generated: NAME (make readme-figures[ KIND]: DATASET...) --> with NAME of a-z, 0-9 and -", i+1, line)
-		}
-	}
-	return nil
 }
