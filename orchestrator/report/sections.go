@@ -22,9 +22,16 @@ import (
 // Headline. Every occurrence of beginMarker must start a line sectionBegin
 // parses: one that did not would otherwise pass as plain text, its figures
 // stale without a word.
+// sectionBegin matches a whole line, so that a broken BEGIN line cannot
+// borrow the rest of a marker from the lines after it.
 const beginMarker = "<!-- BEGIN generated:"
 
-var sectionBegin = regexp.MustCompile(`<!-- BEGIN generated: ([a-z0-9-]+) \(make readme-figures(?: ([a-z-]+))?: ([^)]*)\) -->\n`)
+var sectionBegin = regexp.MustCompile(`(?m)^<!-- BEGIN generated: ([a-z0-9-]+) \(make readme-figures(?: ([a-z-]+))?: ([^)\n]*)\) -->$`)
+
+// endMarker is the line that closes section name.
+func endMarker(name string) []byte {
+	return []byte("<!-- END generated: " + name + " -->")
+}
 
 // A sectionRenderer renders the datasets a section names: dir is the
 // document's directory, datasets are as the BEGIN line writes them
@@ -70,15 +77,16 @@ func RegenerateSections(doc []byte, dir string) ([]byte, error) {
 		}
 		out.Write(rest[:at])
 		rest = rest[at:]
-		loc := sectionBegin.FindSubmatchIndex(rest)
-		if loc == nil || loc[0] != 0 {
-			line, _, _ := bytes.Cut(rest, []byte("\n"))
+		line, _, ended := bytes.Cut(rest, []byte("\n"))
+		loc := sectionBegin.FindSubmatchIndex(line)
+		if loc == nil || !ended {
 			return nil, fmt.Errorf("line %d: %q is not a BEGIN marker: want %s NAME (make readme-figures[ KIND]: DATASET...) --> with NAME of a-z, 0-9 and -",
 				1+bytes.Count(doc[:len(doc)-len(rest)], []byte("\n")), line, beginMarker)
 		}
-		name, kind, datasets := string(rest[loc[2]:loc[3]]), submatch(rest, loc, 2), strings.Fields(submatch(rest, loc, 3))
-		end := []byte("<!-- END generated: " + name + " -->")
-		endAt := bytes.Index(rest[loc[1]:], end)
+		name, kind, datasets := submatch(rest, loc, 1), submatch(rest, loc, 2), strings.Fields(submatch(rest, loc, 3))
+		end := endMarker(name)
+		bodyAt := len(line) + 1
+		endAt := bytes.Index(rest[bodyAt:], end)
 		if endAt < 0 {
 			return nil, fmt.Errorf("generated section %q has no %q line", name, end)
 		}
@@ -94,10 +102,10 @@ func RegenerateSections(doc []byte, dir string) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("generated section %q: %w", name, err)
 		}
-		out.Write(rest[:loc[1]])
+		out.Write(rest[:bodyAt])
 		out.Write(body)
 		out.Write(end)
-		rest = rest[loc[1]+endAt+len(end):]
+		rest = rest[bodyAt+endAt+len(end):]
 	}
 }
 

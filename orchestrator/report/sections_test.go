@@ -104,6 +104,9 @@ func TestRegenerateSectionsRefusesBrokenMarkers(t *testing.T) {
 		{"<!-- BEGIN generated: t (make readme-figures module-cost: none.csv) -->\n<!-- END generated: t -->", "none.csv"},
 		{"<!-- BEGIN generated: json_1k (make readme-figures: results/x) -->\n<!-- END generated: json_1k -->", "line 1"},
 		{"text\n<!-- BEGIN generated: t (make readme-figures: results/x)\n<!-- END generated: t -->", "line 2"},
+		// The datasets' list may not run on into the next line.
+		{"<!-- BEGIN generated: t (make readme-figures: results/x\nresults/y) -->\n<!-- END generated: t -->", "line 1"},
+		{"<!-- BEGIN generated: t (make readme-figures: results/x) -->", "line 1"}, // no newline: the section cannot start
 		{"<!-- BEGIN generated: a_b (make readme-figures: results/x) -->\n<!-- BEGIN generated: t (make readme-figures: results/x) -->\n<!-- END generated: t -->", "line 1"},
 	} {
 		if _, err := RegenerateSections([]byte(tc.doc), t.TempDir()); err == nil || !strings.Contains(err.Error(), tc.want) {

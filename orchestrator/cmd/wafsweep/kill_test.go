@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -19,9 +22,11 @@ import (
 	"github.com/wafsweep/wafsweep/orchestrator/sweep"
 )
 
-// SIGKILL at a random moment, twice, then the same command again: no
-// finished step lost, none duplicated, the CSV always parses.
-func TestSIGKILLThenResume(t *testing.T) {
+// sweepBinary builds wafsweep for a test that runs it against real Envoy,
+// and returns its path and the arguments of a short two-flavor sweep
+// writing to results/<id>.
+func sweepBinary(t *testing.T, results, id string) (bin string, args []string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds wafsweep and runs real Envoy")
 	}
@@ -31,13 +36,19 @@ func TestSIGKILLThenResume(t *testing.T) {
 		}
 		t.Skip(err)
 	}
-	bin := filepath.Join(t.TempDir(), "wafsweep")
+	bin = filepath.Join(t.TempDir(), "wafsweep")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	return bin, []string{"sweep", "--flavors", "direct,envoy", "--shapes", "get", "--ladder", "100,200", "--floor", "0",
+		"--connections", "4", "--warmup", "200ms", "--measure", "1s", "--cooldown", "0s", "--results", results, "--sweep-id", id}
+}
+
+// SIGKILL at a random moment, twice, then the same command again: no
+// finished step lost, none duplicated, the CSV always parses.
+func TestSIGKILLThenResume(t *testing.T) {
 	results := t.TempDir()
-	args := []string{"sweep", "--flavors", "direct,envoy", "--shapes", "get", "--ladder", "100,200", "--floor", "0",
-		"--connections", "4", "--warmup", "200ms", "--measure", "1s", "--cooldown", "0s", "--results", results, "--sweep-id", "kill"}
+	bin, args := sweepBinary(t, results, "kill")
 	seed := time.Now().UnixNano()
 	t.Logf("kill moments seeded with %d", seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 0))
@@ -52,6 +63,9 @@ func TestSIGKILLThenResume(t *testing.T) {
 		time.Sleep(cpuprobe.DefaultDuration + time.Duration(1000+rng.IntN(4000))*time.Millisecond)
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
+		if left := processesLeft(t, results, bin); len(left) > 0 {
+			t.Fatalf("processes left after SIGKILL: %q", left)
+		}
 		rows, err := dataset.ReadSteps(stepsFile)
 		// Killed before steps.csv was created (the sweep probes the proxy's
 		// CPU first): nothing recorded yet. ReadSteps wraps the error, which
@@ -117,4 +131,98 @@ func assertPrefix(t *testing.T, before, after []dataset.StepRow) {
 			t.Fatalf("step %d changed: %+v -> %+v", i, r, after[i])
 		}
 	}
+}
+
+// Ctrl-C after some load runs have ended stops the sweep at once, with
+// exit code 130, the resume hint, every finished step kept and no process
+// of its own left behind. Fortio, when a run has no Aborter of its own,
+// catches SIGINT itself and resets it when the run ends, which would take
+// it away from the sweep: a Ctrl-C then either aborts only the current
+// step or kills the sweep without its teardown.
+func TestSIGINTStopsTheSweep(t *testing.T) {
+	results := t.TempDir()
+	bin, args := sweepBinary(t, results, "interrupt")
+	cmd := exec.Command(bin, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	const stepsBefore = 3
+	var output strings.Builder
+	lines, steps := bufio.NewScanner(stderr), 0
+	for steps < stepsBefore && lines.Scan() {
+		output.WriteString(lines.Text() + "\n")
+		if strings.Contains(lines.Text(), " rps: ") {
+			steps++
+		}
+	}
+	if steps < stepsBefore {
+		cmd.Wait()
+		t.Fatalf("the sweep ended after %d steps:\n%s", steps, output.String())
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	interrupted := time.Now()
+	killer := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
+	defer killer.Stop()
+	rest, _ := io.ReadAll(stderr)
+	output.Write(rest)
+	err = cmd.Wait()
+	t.Logf("stopped %v after SIGINT", time.Since(interrupted).Round(time.Millisecond))
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Fatalf("after SIGINT the sweep exited with %v (code %d), want code 130:\n%s", err, code, output.String())
+	}
+	if !strings.Contains(output.String(), "run the same command again to resume") {
+		t.Errorf("no resume hint after SIGINT:\n%s", output.String())
+	}
+	rows, err := dataset.ReadSteps(filepath.Join(results, "interrupt", sweep.StepsFile))
+	if err != nil || len(rows) < stepsBefore {
+		t.Errorf("after SIGINT steps.csv holds %d steps (%v), want at least %d", len(rows), err, stepsBefore)
+	}
+	if left := processesLeft(t, results, bin); len(left) > 0 {
+		t.Errorf("processes left after SIGINT: %q", left)
+	}
+}
+
+// processesLeft lists the command lines of running processes that name
+// any of marks (the sweep's Envoy reads its configuration from the results
+// directory, and its backend is the wafsweep binary), after giving them a
+// few seconds to end: the kernel's parent-death signal is asynchronous.
+func processesLeft(t *testing.T, marks ...string) []string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		found := processesMentioning(t, marks)
+		if len(found) == 0 || time.Now().After(deadline) {
+			return found
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func processesMentioning(t *testing.T, marks []string) []string {
+	t.Helper()
+	cmdlines, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	for _, path := range cmdlines {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			continue // ended meanwhile
+		}
+		cmdline := strings.ReplaceAll(string(raw), "\x00", " ")
+		for _, mark := range marks {
+			if strings.Contains(cmdline, mark) {
+				found = append(found, cmdline)
+				break
+			}
+		}
+	}
+	return found
 }
