@@ -2,10 +2,8 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -15,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wafsweep/wafsweep/orchestrator/cpuprobe"
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
 	"github.com/wafsweep/wafsweep/orchestrator/knee"
@@ -55,25 +52,29 @@ func TestSIGKILLThenResume(t *testing.T) {
 	stepsFile := filepath.Join(results, "kill", sweep.StepsFile)
 	var kept []dataset.StepRow
 	for kill := range 2 {
-		cmd := exec.Command(bin, args...)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		// After the sweep's CPU probe, so that the kill lands among steps.
-		time.Sleep(cpuprobe.DefaultDuration + time.Duration(1000+rng.IntN(4000))*time.Millisecond)
+		cmd, stderr := startSweep(t, bin, args)
+		// Among steps: after 1-2 finished ones, at a random moment into
+		// the next. A timer from the start lands in the CPU probe or the
+		// first deployment, before any step.
+		progress := bufio.NewScanner(stderr)
+		finished := waitForSteps(progress, 1+rng.IntN(2), io.Discard)
+		time.Sleep(time.Duration(rng.IntN(2500)) * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGKILL)
+		io.Copy(io.Discard, stderr)
 		cmd.Wait()
+		t.Logf("kill %d after %d steps of this run", kill, finished)
 		if left := processesLeft(t, results, bin); len(left) > 0 {
 			t.Fatalf("processes left after SIGKILL: %q", left)
 		}
 		rows, err := dataset.ReadSteps(stepsFile)
-		// Killed before steps.csv was created (the sweep probes the proxy's
-		// CPU first): nothing recorded yet. ReadSteps wraps the error, which
-		// os.IsNotExist does not unwrap.
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err != nil {
 			t.Fatalf("after kill %d steps.csv does not parse: %v", kill, err)
 		}
 		assertPrefix(t, kept, rows)
+		// A step's progress line follows its fsynced row.
+		if len(rows) < len(kept)+finished {
+			t.Fatalf("kill %d: %d steps recorded, but %d before it and %d finished since", kill, len(rows), len(kept), finished)
+		}
 		kept = rows
 		t.Logf("kill %d: %d steps recorded", kill, len(rows))
 	}
@@ -142,24 +143,10 @@ func assertPrefix(t *testing.T, before, after []dataset.StepRow) {
 func TestSIGINTStopsTheSweep(t *testing.T) {
 	results := t.TempDir()
 	bin, args := sweepBinary(t, results, "interrupt")
-	cmd := exec.Command(bin, args...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stderr := startSweep(t, bin, args)
 	const stepsBefore = 3
 	var output strings.Builder
-	lines, steps := bufio.NewScanner(stderr), 0
-	for steps < stepsBefore && lines.Scan() {
-		output.WriteString(lines.Text() + "\n")
-		if strings.Contains(lines.Text(), " rps: ") {
-			steps++
-		}
-	}
-	if steps < stepsBefore {
+	if steps := waitForSteps(bufio.NewScanner(stderr), stepsBefore, &output); steps < stepsBefore {
 		cmd.Wait()
 		t.Fatalf("the sweep ended after %d steps:\n%s", steps, output.String())
 	}
@@ -171,7 +158,7 @@ func TestSIGINTStopsTheSweep(t *testing.T) {
 	defer killer.Stop()
 	rest, _ := io.ReadAll(stderr)
 	output.Write(rest)
-	err = cmd.Wait()
+	err := cmd.Wait()
 	t.Logf("stopped %v after SIGINT", time.Since(interrupted).Round(time.Millisecond))
 	if code := cmd.ProcessState.ExitCode(); code != 130 {
 		t.Fatalf("after SIGINT the sweep exited with %v (code %d), want code 130:\n%s", err, code, output.String())
@@ -186,6 +173,34 @@ func TestSIGINTStopsTheSweep(t *testing.T) {
 	if left := processesLeft(t, results, bin); len(left) > 0 {
 		t.Errorf("processes left after SIGINT: %q", left)
 	}
+}
+
+// startSweep starts the sweep binary and returns its progress output
+// (stderr), which the caller reads to the end before cmd.Wait.
+func startSweep(t *testing.T, bin string, args []string) (*exec.Cmd, io.Reader) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, stderr
+}
+
+// waitForSteps reads a sweep's progress, copying it to log, until n steps
+// have finished or the output ends, and returns how many finished.
+func waitForSteps(progress *bufio.Scanner, n int, log io.Writer) int {
+	steps := 0
+	for steps < n && progress.Scan() {
+		fmt.Fprintln(log, progress.Text())
+		if strings.Contains(progress.Text(), " rps: ") {
+			steps++
+		}
+	}
+	return steps
 }
 
 // processesLeft lists the command lines of running processes that name
