@@ -22,10 +22,10 @@ import (
 // Headline. Every occurrence of beginMarker must start a line sectionBegin
 // parses: one that did not would otherwise pass as plain text, its figures
 // stale without a word.
-// sectionBegin matches a whole line, so that a broken BEGIN line cannot
-// borrow the rest of a marker from the lines after it.
 const beginMarker = "<!-- BEGIN generated:"
 
+// sectionBegin matches a whole line, so that a broken BEGIN line cannot
+// borrow the rest of a marker from the lines after it.
 var sectionBegin = regexp.MustCompile(`(?m)^<!-- BEGIN generated: ([a-z0-9-]+) \(make readme-figures(?: ([a-z-]+))?: ([^)\n]*)\) -->$`)
 
 // endMarker is the line that closes section name.
@@ -83,7 +83,7 @@ func RegenerateSections(doc []byte, dir string) ([]byte, error) {
 			return nil, fmt.Errorf("line %d: %q is not a BEGIN marker: want %s NAME (make readme-figures[ KIND]: DATASET...) --> with NAME of a-z, 0-9 and -",
 				1+bytes.Count(doc[:len(doc)-len(rest)], []byte("\n")), line, beginMarker)
 		}
-		name, kind, datasets := submatch(rest, loc, 1), submatch(rest, loc, 2), strings.Fields(submatch(rest, loc, 3))
+		name, kind, datasets := submatch(line, loc, 1), submatch(line, loc, 2), strings.Fields(submatch(line, loc, 3))
 		end := endMarker(name)
 		bodyAt := len(line) + 1
 		endAt := bytes.Index(rest[bodyAt:], end)

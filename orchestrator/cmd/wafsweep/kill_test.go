@@ -41,8 +41,9 @@ func sweepBinary(t *testing.T, results, id string) (bin string, args []string) {
 		"--connections", "4", "--warmup", "200ms", "--measure", "1s", "--cooldown", "0s", "--results", results, "--sweep-id", id}
 }
 
-// SIGKILL at a random moment, twice, then the same command again: no
-// finished step lost, none duplicated, the CSV always parses.
+// SIGKILL at a random moment among steps, twice, then the same command
+// again: no finished step lost, none duplicated, the CSV always parses,
+// no Envoy or backend outlives the sweep.
 func TestSIGKILLThenResume(t *testing.T) {
 	results := t.TempDir()
 	bin, args := sweepBinary(t, results, "kill")
