@@ -78,12 +78,12 @@ func RegenerateSections(doc []byte, dir string) ([]byte, error) {
 		out.Write(rest[:at])
 		rest = rest[at:]
 		line, _, ended := bytes.Cut(rest, []byte("\n"))
-		loc := sectionBegin.FindSubmatchIndex(line)
-		if loc == nil || !ended {
+		groups := sectionBegin.FindSubmatch(line)
+		if groups == nil || !ended {
 			return nil, fmt.Errorf("line %d: %q is not a BEGIN marker: want %s NAME (make readme-figures[ KIND]: DATASET...) --> with NAME of a-z, 0-9 and -",
 				1+bytes.Count(doc[:len(doc)-len(rest)], []byte("\n")), line, beginMarker)
 		}
-		name, kind, datasets := submatch(line, loc, 1), submatch(line, loc, 2), strings.Fields(submatch(line, loc, 3))
+		name, kind, datasets := string(groups[1]), string(groups[2]), strings.Fields(string(groups[3]))
 		end := endMarker(name)
 		bodyAt := len(line) + 1
 		endAt := bytes.Index(rest[bodyAt:], end)
@@ -107,15 +107,6 @@ func RegenerateSections(doc []byte, dir string) ([]byte, error) {
 		out.Write(end)
 		rest = rest[bodyAt+endAt+len(end):]
 	}
-}
-
-// submatch is the i-th group of a FindSubmatchIndex result, "" when it
-// did not take part.
-func submatch(b []byte, loc []int, i int) string {
-	if loc[2*i] < 0 {
-		return ""
-	}
-	return string(b[loc[2*i]:loc[2*i+1]])
 }
 
 // eachDataset renders every dataset on its own, a blank line between.
