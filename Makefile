@@ -16,7 +16,11 @@ CGOCHECK2_MODULE := $(BUILD)/cgocheck2/libcorazawaf.so
 # With Debian's libhyperscan-dev (x86-64 only; `make hyperscan-dev`) it
 # links Hyperscan 5.4.0; elsewhere it is pure Go.
 ACCEL_MODULE := $(BUILD)/libcorazawaf-accelerated.so
-ACCEL_TAGS := corazawaf_accelerated $(if $(wildcard /usr/include/hs/hs.h),corazawaf_hyperscan)
+HS_HEADER := /usr/include/hs/hs.h
+ACCEL_TAGS := $(strip corazawaf_accelerated $(if $(wildcard $(HS_HEADER)),corazawaf_hyperscan))
+# The same tag set read when a recipe runs rather than when make starts, so
+# a `make hyperscan-dev build` links the Hyperscan it has just installed.
+ACCEL_TAGS_NOW := corazawaf_accelerated $$([ -f $(HS_HEADER) ] && echo corazawaf_hyperscan)
 # A module that does nothing (C, no Go runtime): the envoy-noop-module
 # flavor, the module-cost benchmark's measure of Envoy's share.
 NOOP_MODULE := $(BUILD)/libnoopmodule.so
@@ -43,7 +47,8 @@ all: build
 
 build: $(MODULE) $(ACCEL_MODULE) $(NOOP_MODULE) $(WAFSWEEP) $(POD_BINARY)
 	@if ldd $(ACCEL_MODULE) 2>/dev/null | grep -q libhs; then echo "$(ACCEL_MODULE): Hyperscan engine"; \
-	else echo "$(ACCEL_MODULE): pure-Go engine$(if $(wildcard /usr/include/hs/hs.h),, (no Hyperscan headers: make hyperscan-dev))"; fi
+	elif [ -f $(HS_HEADER) ]; then echo "$(ACCEL_MODULE): pure-Go engine although Hyperscan's headers are installed: run \`make build\` again to relink it"; exit 1; \
+	else echo "$(ACCEL_MODULE): pure-Go engine (no Hyperscan headers: make hyperscan-dev)"; fi
 
 $(MODULE): $(GO_SOURCES)
 	@mkdir -p $(@D)
@@ -63,16 +68,19 @@ $(CGOCHECK2_MODULE): $(GO_SOURCES)
 # The tag set is an input of the accelerated module like its sources: the
 # stamp changes (and the module is rebuilt) when Hyperscan's headers appear
 # or go, so what the module links never depends on the order of commands.
+# The recipe writes the stamp from the tags it builds with, before the
+# module, so the stamp is never newer than what it describes.
 ACCEL_STAMP := $(BUILD)/accel-tags
 $(shell mkdir -p $(BUILD); [ "$$(cat $(ACCEL_STAMP) 2>/dev/null)" = "$(ACCEL_TAGS)" ] || echo "$(ACCEL_TAGS)" > $(ACCEL_STAMP))
 
 $(ACCEL_MODULE): $(GO_SOURCES) $(ACCEL_STAMP)
 	@mkdir -p $(@D)
-	nice -n 19 $(GO) build -trimpath -tags '$(ACCEL_TAGS)' -buildmode=c-shared -o $@ ./filter/cmd/corazawaf
+	@tags="$$(echo $(ACCEL_TAGS_NOW))"; [ "$$(cat $(ACCEL_STAMP))" = "$$tags" ] || echo "$$tags" > $(ACCEL_STAMP)
+	nice -n 19 $(GO) build -trimpath -tags "$$(cat $(ACCEL_STAMP))" -buildmode=c-shared -o $@ ./filter/cmd/corazawaf
 	@rm -f $(@:.so=.h)
 	@# Compile the tiers' Hyperscan databases into the module's cache now,
 	@# not on Envoy's main thread at its first start.
-	nice -n 19 $(GO) run -tags '$(ACCEL_TAGS)' ./filter/accel/cmd/accelwarm rulesets >/dev/null
+	nice -n 19 $(GO) run -tags "$$(cat $(ACCEL_STAMP))" ./filter/accel/cmd/accelwarm rulesets >/dev/null
 
 # Hyperscan 5.4.0 from Debian, for the accelerated build. Never Debian's
 # Vectorscan 5.4.9 (libvectorscan-dev): it misses matches on AVX-512 CPUs.
@@ -80,7 +88,7 @@ hyperscan-dev:
 	@if [ "$$(uname -m)" != x86_64 ]; then echo "hyperscan-dev: $$(uname -m): the accelerated build is pure Go here"; exit 0; fi; \
 	if dpkg-query -W -f='$${Status}' libvectorscan-dev 2>/dev/null | grep -q 'install ok installed'; then \
 		echo "hyperscan-dev: libvectorscan-dev is installed; remove it (it misses matches on AVX-512)"; exit 1; fi; \
-	if ! command -v apt-get >/dev/null; then [ -f /usr/include/hs/hs.h ] || \
+	if ! command -v apt-get >/dev/null; then [ -f $(HS_HEADER) ] || \
 		echo "hyperscan-dev: no apt-get here: install Hyperscan 5.4's headers (hs/hs.h) for the accelerated build to link it; it is pure Go without"; exit 0; fi; \
 	if ! dpkg-query -W -f='$${Status}' libhyperscan-dev 2>/dev/null | grep -q 'install ok installed'; then \
 		echo "hyperscan-dev: installing libhyperscan-dev"; \
