@@ -290,3 +290,39 @@ func TestSLOLastRunAtBoundIsTheBoundingSearchsVerdict(t *testing.T) {
 		t.Errorf("results %+v, pending %+v: want 10 ms searched under the 50 ms knee", results, pending)
 	}
 }
+
+// An SLO knee row counts the calls its p99 was read from: those of the
+// last run at the knee within the objective; the aggregate keeps the
+// fewest of the rounds that met it.
+func TestSLOKneeRowsCountTheCallsBehindTheirP99(t *testing.T) {
+	run := func(seq int, calls int64, p99 float64) StepRow {
+		r := measuredRow(seq, 40, knee.KindBisect, 10)
+		r.Scheduled, r.Completed, r.P99Ms = calls, calls, p99
+		return r
+	}
+	rows := []StepRow{run(0, 790, 8), run(1, 800, 12)} // the second is over 10 ms
+	got := sloRoundRow(rows, SLOResult{SLOMs: 10, KneeRPS: 40, Status: SLOSearched})
+	if got.CallsAtKnee != 790 || got.P99Ms != 8 {
+		t.Errorf("round row: calls %d, p99 %g; want 790 calls of the run within 10 ms (p99 8)", got.CallsAtKnee, got.P99Ms)
+	}
+
+	round := func(rps int, calls int64, status string) SLOKneeRow {
+		return SLOKneeRow{SLOMs: 10, KneeRPS: rps, CallsAtKnee: calls, Status: status}
+	}
+	tests := []struct {
+		name   string
+		rounds []SLOKneeRow
+		want   int64
+	}{
+		{"fewest of those met", []SLOKneeRow{round(60, 1200, SLOSearched), round(40, 790, SLOSearched), round(0, 0, SLOBelowFloor)}, 790},
+		{"none met", []SLOKneeRow{round(0, 0, SLOBelowFloor)}, 0},
+		{"none decided", []SLOKneeRow{{SLOMs: 10, KneeRPS: 40, CallsAtKnee: 790, Status: SLOUnfinished}}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := sloAggregate(tt.rounds).CallsAtKnee; got != tt.want {
+				t.Errorf("aggregate calls_at_knee %d, want %d", got, tt.want)
+			}
+		})
+	}
+}

@@ -26,6 +26,11 @@ type SLOKneeRow struct {
 	Status   string
 	// At the knee rate: the last passing step there within the objective.
 	P99Ms, CoresPer1k, RSSMB float64
+	// CallsAtKnee is how many calls that step's window completed: the
+	// sample its p99 is read from. Under ThinP99Calls a few slow calls
+	// decide whether the rate meets the objective. On aggregate rows it is
+	// the fewest of the rounds'.
+	CallsAtKnee int64
 	// AddedP99MsVsEnvoy is p99 at the knee minus vanilla Envoy's at the
 	// same rate in the same round (see KindBaseline).
 	AddedP99MsVsEnvoy      float64
@@ -48,6 +53,7 @@ var sloKneeSchema = slices.Concat(schema[SLOKneeRow]{
 	intCol("knee_rps", func(r *skr) *int { return &r.KneeRPS }),
 	strCol("status", func(r *skr) *string { return &r.Status }),
 	floatCol("p99_ms_at_knee", func(r *skr) *float64 { return &r.P99Ms }),
+	int64Col("calls_at_knee", func(r *skr) *int64 { return &r.CallsAtKnee }),
 	floatCol("cores_per_1k_at_knee", func(r *skr) *float64 { return &r.CoresPer1k }),
 	floatCol("rss_mb_at_knee", func(r *skr) *float64 { return &r.RSSMB }),
 	floatCol("added_p99_ms_vs_envoy", func(r *skr) *float64 { return &r.AddedP99MsVsEnvoy }),
@@ -99,7 +105,7 @@ func sloRoundRow(rows []StepRow, res SLOResult) SLOKneeRow {
 		return out
 	}
 	if r, ok := lastPassAt(rows, res.KneeRPS, res.SLOMs); ok {
-		out.P99Ms, out.CoresPer1k, out.RSSMB = r.P99Ms, r.CoresPer1k, r.ProxyRSSPeakMB
+		out.P99Ms, out.CoresPer1k, out.RSSMB, out.CallsAtKnee = r.P99Ms, r.CoresPer1k, r.ProxyRSSPeakMB, r.Completed
 	}
 	return out
 }
@@ -140,7 +146,7 @@ func sloAggregate(rounds []SLOKneeRow) SLOKneeRow {
 	}
 	a.Rounds = len(decided)
 	if len(decided) == 0 {
-		a.KneeRPS, a.Status = 0, rounds[0].Status
+		a.KneeRPS, a.Status, a.CallsAtKnee = 0, rounds[0].Status, 0
 		a.P99Ms, a.CoresPer1k, a.RSSMB, a.AddedP99MsVsEnvoy = math.NaN(), math.NaN(), math.NaN(), math.NaN()
 		return a
 	}
@@ -151,11 +157,29 @@ func sloAggregate(rounds []SLOKneeRow) SLOKneeRow {
 		a.Status = SLOContested // a median that a contested round moves is contested too
 	}
 	a.KneeMinRPS, a.KneeMaxRPS = slices.Min(knees), slices.Max(knees)
+	a.CallsAtKnee = FewestCalls(decided, func(r SLOKneeRow) bool { return r.KneeRPS > 0 })
 	a.P99Ms = Median(values(decided, func(r SLOKneeRow) float64 { return r.P99Ms }))
 	a.CoresPer1k = Median(values(decided, func(r SLOKneeRow) float64 { return r.CoresPer1k }))
 	a.RSSMB = Median(values(decided, func(r SLOKneeRow) float64 { return r.RSSMB }))
 	a.AddedP99MsVsEnvoy = Median(values(decided, func(r SLOKneeRow) float64 { return r.AddedP99MsVsEnvoy }))
 	return a
+}
+
+// ThinP99Calls is the sample under which a p99 is thin: its 1% tail is
+// fewer than 10 calls, so one or two slow calls move it past an objective.
+// A 20 s window holds fewer below 50 RPS.
+const ThinP99Calls = 1000
+
+// FewestCalls is the smallest CallsAtKnee of the rows keep accepts, 0
+// when it accepts none.
+func FewestCalls(rows []SLOKneeRow, keep func(SLOKneeRow) bool) int64 {
+	var fewest int64
+	for _, r := range rows {
+		if keep(r) && (fewest == 0 || r.CallsAtKnee < fewest) {
+			fewest = r.CallsAtKnee
+		}
+	}
+	return fewest
 }
 
 // WriteSLOKnees replaces path with the rows, atomically.

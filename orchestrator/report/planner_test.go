@@ -1,7 +1,9 @@
 package report
 
 import (
+	"bytes"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
@@ -37,6 +39,44 @@ func TestWorkedLinePlansOnTheLowestRoundAndNoContestedRate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := workedLine(meta, tt.rows, []float64{50}); got != tt.want {
 				t.Errorf("workedLine:\n got %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// A rate whose p99 came from fewer than dataset.ThinP99Calls calls is
+// marked, and the note under the table gives the fewest; a rate read from
+// enough calls, or not met at all, is not.
+func TestPlannerTableMarksAThinP99(t *testing.T) {
+	row := func(config string, slo float64, rps int, calls int64) dataset.SLOKneeRow {
+		return dataset.SLOKneeRow{Round: dataset.AllRounds, Rounds: 1, ConfigID: config, Flavor: "waf", SLOMs: slo,
+			KneeRPS: rps, CallsAtKnee: calls, Status: dataset.SLOSearched, CoresPer1k: 0.5}
+	}
+	tests := []struct {
+		name      string
+		rows      []dataset.SLOKneeRow
+		wantCells []string
+		wantNote  string // "" for no note
+	}{
+		{"thin", []dataset.SLOKneeRow{row("waf/targeted/json_10k", 10, 40, 790), row("waf/targeted/json_10k", 50, 600, 12000)},
+			[]string{"| 40 " + thinMark + " |", "| 600 |"}, "(790 at the fewest"},
+		{"fewest of two", []dataset.SLOKneeRow{row("waf/a/get", 10, 40, 790), row("waf/b/get", 10, 12, 240)},
+			[]string{"| 40 " + thinMark + " |", "| 12 " + thinMark + " |"}, "(240 at the fewest"},
+		{"enough calls", []dataset.SLOKneeRow{row("waf/targeted/get", 10, 3000, 60000)}, []string{"| 3000 |"}, ""},
+		{"not met", []dataset.SLOKneeRow{row("waf/targeted/get", 10, 0, 0)}, []string{"| < floor (searched) |"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			writePlannerTable(&b, "", dataset.Metadata{}, tt.rows, nil)
+			got := b.String()
+			for _, cell := range tt.wantCells {
+				if !strings.Contains(got, cell) {
+					t.Errorf("no cell %q in\n%s", cell, got)
+				}
+			}
+			if note := strings.Contains(got, thinMark+" Its p99"); note != (tt.wantNote != "") || !strings.Contains(got, tt.wantNote) {
+				t.Errorf("thin-p99 note: want %q in\n%s", tt.wantNote, got)
 			}
 		})
 	}
