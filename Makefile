@@ -17,10 +17,11 @@ CGOCHECK2_MODULE := $(BUILD)/cgocheck2/libcorazawaf.so
 # links Hyperscan 5.4.0; elsewhere it is pure Go.
 ACCEL_MODULE := $(BUILD)/libcorazawaf-accelerated.so
 HS_HEADER := /usr/include/hs/hs.h
-ACCEL_TAGS := $(strip corazawaf_accelerated $(if $(wildcard $(HS_HEADER)),corazawaf_hyperscan))
-# The same tag set read when a recipe runs rather than when make starts, so
-# a `make hyperscan-dev build` links the Hyperscan it has just installed.
-ACCEL_TAGS_NOW := corazawaf_accelerated $$([ -f $(HS_HEADER) ] && echo corazawaf_hyperscan)
+# The command that prints the tag set: run when make starts (ACCEL_TAGS)
+# and again by the module's recipe, so a `make hyperscan-dev build` links
+# the Hyperscan it has just installed.
+PRINT_ACCEL_TAGS := echo corazawaf_accelerated $$([ -f $(HS_HEADER) ] && echo corazawaf_hyperscan)
+ACCEL_TAGS := $(shell $(PRINT_ACCEL_TAGS))
 # A module that does nothing (C, no Go runtime): the envoy-noop-module
 # flavor, the module-cost benchmark's measure of Envoy's share.
 NOOP_MODULE := $(BUILD)/libnoopmodule.so
@@ -68,14 +69,14 @@ $(CGOCHECK2_MODULE): $(GO_SOURCES)
 # The tag set is an input of the accelerated module like its sources: the
 # stamp changes (and the module is rebuilt) when Hyperscan's headers appear
 # or go, so what the module links never depends on the order of commands.
-# The recipe writes the stamp from the tags it builds with, before the
+# The recipe writes the stamp with the tags it builds with, before the
 # module, so the stamp is never newer than what it describes.
 ACCEL_STAMP := $(BUILD)/accel-tags
 $(shell mkdir -p $(BUILD); [ "$$(cat $(ACCEL_STAMP) 2>/dev/null)" = "$(ACCEL_TAGS)" ] || echo "$(ACCEL_TAGS)" > $(ACCEL_STAMP))
 
 $(ACCEL_MODULE): $(GO_SOURCES) $(ACCEL_STAMP)
 	@mkdir -p $(@D)
-	@tags="$$(echo $(ACCEL_TAGS_NOW))"; [ "$$(cat $(ACCEL_STAMP))" = "$$tags" ] || echo "$$tags" > $(ACCEL_STAMP)
+	@$(PRINT_ACCEL_TAGS) > $(ACCEL_STAMP)
 	nice -n 19 $(GO) build -trimpath -tags "$$(cat $(ACCEL_STAMP))" -buildmode=c-shared -o $@ ./filter/cmd/corazawaf
 	@rm -f $(@:.so=.h)
 	@# Compile the tiers' Hyperscan databases into the module's cache now,

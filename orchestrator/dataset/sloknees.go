@@ -157,7 +157,7 @@ func sloAggregate(rounds []SLOKneeRow) SLOKneeRow {
 		a.Status = SLOContested // a median that a contested round moves is contested too
 	}
 	a.KneeMinRPS, a.KneeMaxRPS = slices.Min(knees), slices.Max(knees)
-	a.CallsAtKnee = FewestCalls(decided, func(r SLOKneeRow) bool { return r.KneeRPS > 0 })
+	a.CallsAtKnee = FewestCalls(decided)
 	a.P99Ms = Median(values(decided, func(r SLOKneeRow) float64 { return r.P99Ms }))
 	a.CoresPer1k = Median(values(decided, func(r SLOKneeRow) float64 { return r.CoresPer1k }))
 	a.RSSMB = Median(values(decided, func(r SLOKneeRow) float64 { return r.RSSMB }))
@@ -170,12 +170,18 @@ func sloAggregate(rounds []SLOKneeRow) SLOKneeRow {
 // A 20 s window holds fewer below 50 RPS.
 const ThinP99Calls = 1000
 
-// FewestCalls is the smallest CallsAtKnee of the rows keep accepts, 0
-// when it accepts none.
-func FewestCalls(rows []SLOKneeRow, keep func(SLOKneeRow) bool) int64 {
+// ThinP99 reports whether r's rate was met on a p99 read from fewer than
+// ThinP99Calls calls.
+func (r SLOKneeRow) ThinP99() bool {
+	return r.KneeRPS > 0 && r.CallsAtKnee > 0 && r.CallsAtKnee < ThinP99Calls
+}
+
+// FewestCalls is the smallest CallsAtKnee of the rows that met their
+// objective, 0 when none did.
+func FewestCalls(rows []SLOKneeRow) int64 {
 	var fewest int64
 	for _, r := range rows {
-		if keep(r) && (fewest == 0 || r.CallsAtKnee < fewest) {
+		if r.KneeRPS > 0 && r.CallsAtKnee > 0 && (fewest == 0 || r.CallsAtKnee < fewest) {
 			fewest = r.CallsAtKnee
 		}
 	}

@@ -59,8 +59,8 @@ func writePlannerTable(b *bytes.Buffer, heading string, meta dataset.Metadata, s
 	if contested {
 		b.WriteString(contestedNote + "\n\n")
 	}
-	if fewest := dataset.FewestCalls(rows, thinP99); fewest > 0 {
-		fmt.Fprintf(b, thinNote+"\n\n", dataset.ThinP99Calls, fewest)
+	if slices.ContainsFunc(rows, dataset.SLOKneeRow.ThinP99) {
+		fmt.Fprintf(b, thinNote+"\n\n", dataset.ThinP99Calls, dataset.FewestCalls(rows))
 	}
 	if line := workedLine(meta, rows, objectives); line != "" {
 		b.WriteString(line + "\n\n")
@@ -76,19 +76,14 @@ const (
 		"`steps.csv` has every run; sweeps with `slo_rule` every_run search below such a rate instead."
 )
 
-// thinMark flags a rate whose p99 was read from fewer than
-// dataset.ThinP99Calls calls, and thinNote says what that means.
+// thinMark flags a rate met on a thin p99 (dataset.SLOKneeRow.ThinP99),
+// and thinNote says what that means.
 const (
 	thinMark = "§"
 	thinNote = thinMark + " Its p99 there was read from fewer than %d calls (%d at the fewest, `calls_at_knee` in " +
 		"`slo_knees.csv`): such a p99 is set by the window's ten slowest calls or fewer (below 100 calls, by its " +
 		"slowest), so one slow call can decide whether the rate meets the objective. The rate is known only roughly; a longer window would place it better."
 )
-
-// thinP99 reports whether r's rate rests on a thin p99.
-func thinP99(r dataset.SLOKneeRow) bool {
-	return r.KneeRPS > 0 && r.CallsAtKnee > 0 && r.CallsAtKnee < dataset.ThinP99Calls
-}
 
 // sloRateText is an objective's rate as the planner's table shows it.
 func sloRateText(r dataset.SLOKneeRow, capacityCensoredAbove bool) string {
@@ -106,7 +101,7 @@ func sloRateText(r dataset.SLOKneeRow, capacityCensoredAbove bool) string {
 	if r.Status == dataset.SLOContested {
 		text += " " + contestedMark
 	}
-	if thinP99(r) {
+	if r.ThinP99() {
 		text += " " + thinMark
 	}
 	return text
