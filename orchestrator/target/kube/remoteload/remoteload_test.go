@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -70,8 +71,10 @@ func TestRemoteStepIsWindowExact(t *testing.T) {
 	if w := res.Window.Seconds(); w < 1.95 || w > 2.1 {
 		t.Errorf("window %.3f s, want 2", w)
 	}
-	if res.Completed < 390 || res.Completed > 410 || res.Scheduled != 400 {
-		t.Errorf("completed %d of %d scheduled in the window, want about 400 of 400", res.Completed, res.Scheduled)
+	// The edges are when the pod's timers fired, so the window may run a
+	// few milliseconds long; what it schedules follows the measured length.
+	if want := int64(math.Round(spec.QPS * res.Window.Seconds())); res.Scheduled != want || res.Completed < want-10 || res.Completed > want+10 {
+		t.Errorf("completed %d of %d scheduled in the window, want about %d of %d", res.Completed, res.Scheduled, want, want)
 	}
 	if res.RunCompleted <= res.Completed || int64(res.RunCompleted) > hits.Load() {
 		t.Errorf("run completed %d, window %d, backend saw %d: the run must include the warm-up", res.RunCompleted, res.Completed, hits.Load())
