@@ -119,8 +119,9 @@ func memoryTable(dir string, datasets []string) ([]byte, error) {
 
 // sloTable sets sweeps side by side on what a planner reads: per
 // configuration the capacity knee, the highest rate within each p99
-// objective, and the RSS at the knee, with what each sweep gave Envoy's
-// environment (the sweeps compared usually differ in nothing else).
+// objective (with the planner's marks and their notes), and the RSS at the
+// knee, with what each sweep gave Envoy's environment (the sweeps compared
+// usually differ in nothing else).
 func sloTable(dir string, datasets []string) ([]byte, error) {
 	type sweepRows struct {
 		name    string
@@ -152,6 +153,7 @@ func sloTable(dir string, datasets []string) ([]byte, error) {
 	var b bytes.Buffer
 	writeTableHeader(&b, append(cols, "RSS at the knee (MB)"))
 	var shown []dataset.KneeRow
+	var shownSLO []dataset.SLOKneeRow
 	for _, sw := range sweeps {
 		env := "default"
 		if len(sw.meta.Plan.EnvoyEnv) > 0 {
@@ -167,7 +169,8 @@ func sloTable(dir string, datasets []string) ([]byte, error) {
 				case r.KneeRPS == 0:
 					row = append(row, "< floor")
 				default:
-					row = append(row, strconv.Itoa(r.KneeRPS))
+					row = append(row, sloRateText(r, censoredAbove(sw.summary, k.ConfigID)))
+					shownSLO = append(shownSLO, r)
 				}
 			}
 			writeTableRow(&b, append(row, fmtNum(k.RSSMBAtKnee, 1)))
@@ -175,6 +178,9 @@ func sloTable(dir string, datasets []string) ([]byte, error) {
 		}
 	}
 	writeTableEnd(&b, shown)
+	for _, note := range sloMarkNotes(shownSLO) {
+		b.WriteString("\n" + note + "\n")
+	}
 	return b.Bytes(), nil
 }
 

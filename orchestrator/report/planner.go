@@ -35,7 +35,6 @@ func writePlannerTable(b *bytes.Buffer, heading string, meta dataset.Metadata, s
 		cols = append(cols, p+": RPS", p+": cores/1k")
 	}
 	writeTableHeader(b, cols)
-	contested := false
 	for _, config := range sloConfigs(rows) {
 		cells := []string{"`" + config + "`"}
 		for _, o := range objectives {
@@ -46,7 +45,6 @@ func writePlannerTable(b *bytes.Buffer, heading string, meta dataset.Metadata, s
 			case r.KneeRPS == 0:
 				cells = append(cells, "< floor ("+r.Status+")", "n/a")
 			default:
-				contested = contested || r.Status == dataset.SLOContested
 				cells = append(cells, sloRateText(r, censoredAbove(summary, config)), fmtNum(r.CoresPer1k, 3))
 			}
 		}
@@ -56,11 +54,8 @@ func writePlannerTable(b *bytes.Buffer, heading string, meta dataset.Metadata, s
 		"coordinated omission, within the objective (searched to the plan's resolution below the capacity knee); " +
 		"over several rounds it is their median, followed by the rounds' range where they differ (plan on its low end). " +
 		"Cores per 1k RPS are measured at that rate.\n\n")
-	if contested {
-		b.WriteString(contestedNote + "\n\n")
-	}
-	if slices.ContainsFunc(rows, dataset.SLOKneeRow.ThinP99) {
-		fmt.Fprintf(b, thinNote+"\n\n", dataset.ThinP99Calls, dataset.FewestCalls(rows))
+	for _, note := range sloMarkNotes(rows) {
+		b.WriteString(note + "\n\n")
 	}
 	if line := workedLine(meta, rows, objectives); line != "" {
 		b.WriteString(line + "\n\n")
@@ -84,6 +79,19 @@ const (
 		"`slo_knees.csv`): such a p99 is set by the window's ten slowest calls or fewer (below 100 calls, by its " +
 		"slowest), so one slow call can decide whether the rate meets the objective. The rate is known only roughly; a longer window would place it better."
 )
+
+// sloMarkNotes are the notes on the marks sloRateText puts on rows: one
+// per mark that any of the rows carries.
+func sloMarkNotes(rows []dataset.SLOKneeRow) []string {
+	var notes []string
+	if slices.ContainsFunc(rows, func(r dataset.SLOKneeRow) bool { return r.KneeRPS > 0 && r.Status == dataset.SLOContested }) {
+		notes = append(notes, contestedNote)
+	}
+	if slices.ContainsFunc(rows, dataset.SLOKneeRow.ThinP99) {
+		notes = append(notes, fmt.Sprintf(thinNote, dataset.ThinP99Calls, dataset.FewestCalls(rows)))
+	}
+	return notes
+}
 
 // sloRateText is an objective's rate as the planner's table shows it.
 func sloRateText(r dataset.SLOKneeRow, capacityCensoredAbove bool) string {
