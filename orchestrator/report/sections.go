@@ -47,6 +47,7 @@ var sectionKinds = map[string]sectionRenderer{
 	"transport":    transportTable,
 	"members":      membersTable,
 	"slo":          sloTable,
+	"matrix":       matrixTables,
 	"module-cost":  moduleCostTable,
 	"engine":       engineTable,
 	"soak":         eachDataset(soakSummary),
