@@ -12,6 +12,8 @@ import (
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
 	"github.com/wafsweep/wafsweep/orchestrator/internal/repofiles"
+	"github.com/wafsweep/wafsweep/orchestrator/plan"
+	"github.com/wafsweep/wafsweep/orchestrator/procstat"
 )
 
 // No committed file names a path of the machine that made it: neither
@@ -110,5 +112,52 @@ func checkDerivedAreCurrent(t *testing.T, rel, dir string, sw dataset.Sweep) {
 		case !bytes.Equal(committed, current):
 			t.Errorf("%s/%s differs from what its steps.csv derives now: run `wafsweep report %s`", rel, name, rel)
 		}
+	}
+}
+
+// cpuSlack is how far over its CPUs a role's measured CPU time may read:
+// the window's edges and the CPU counters are sampled a moment apart.
+const cpuSlack = 1.02
+
+// No committed step reports more CPU than its role was given: a proxy
+// pinned to one core never used more than one core's seconds in a window,
+// and neither did a direct sweep's backend, whose CPU its cores per 1k
+// RPS are. A figure over that is a fault of the accounting, whatever else
+// it says.
+func TestCommittedFiguresArePhysicallyPossible(t *testing.T) {
+	dirs, err := repofiles.CommittedDirs("results", dataset.MetadataFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range dirs {
+		rel := filepath.Join(filepath.Base(filepath.Dir(dir)), filepath.Base(dir))
+		sw, err := dataset.ReadSweep(dir)
+		if err != nil {
+			t.Errorf("%s: %v", rel, err)
+			continue
+		}
+		proxy, err1 := procstat.ParseCPUList(sw.Meta.CoreAssignment["proxy"])
+		backend, err2 := procstat.ParseCPUList(sw.Meta.CoreAssignment["backend"])
+		if err1 != nil || err2 != nil || len(proxy) == 0 || len(backend) == 0 {
+			t.Errorf("%s: core assignment %v: %v %v", rel, sw.Meta.CoreAssignment, err1, err2)
+			continue
+		}
+		for _, s := range sw.Steps {
+			if s.WindowS <= 0 {
+				continue
+			}
+			checkCores(t, rel, s, "proxy", s.ProxyCPUS/s.WindowS, len(proxy))
+			if s.Flavor == plan.FlavorDirect {
+				checkCores(t, rel, s, "backend", s.BackendCPUS/s.WindowS, len(backend))
+			}
+		}
+	}
+}
+
+func checkCores(t *testing.T, rel string, s dataset.StepRow, role string, cores float64, given int) {
+	t.Helper()
+	if cores > cpuSlack*float64(given) {
+		t.Errorf("%s: %s round %d step %d (%s at %d RPS): the %s used %.3f cores over the window, and had %d",
+			rel, s.ConfigID, s.Round, s.Seq, s.Kind, s.TargetRPS, role, cores, given)
 	}
 }
