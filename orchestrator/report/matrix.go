@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
@@ -203,12 +202,7 @@ func matrixConfigID(c matrixConfig, shape string) string {
 
 // matrixKnee is the slice's all-rounds knee of the configuration.
 func matrixKnee(s matrixSlice, c matrixConfig) (dataset.KneeRow, bool) {
-	id := matrixConfigID(c, s.shape)
-	i := slices.IndexFunc(s.summary, func(k dataset.KneeRow) bool { return k.ConfigID == id })
-	if i < 0 {
-		return dataset.KneeRow{}, false
-	}
-	return s.summary[i], true
+	return findSummary(s.summary, c.flavor, c.tier, s.shape)
 }
 
 // kneeRangeText is kneeText with the rounds' range where they differ:
