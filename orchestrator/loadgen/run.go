@@ -316,7 +316,7 @@ func (r *Result) useWindow(w Window) {
 	r.RunCompleted = r.Completed
 	r.Scheduled = int64(math.Round(w.Scheduled))
 	r.Completed, r.Non2xx, r.SocketErrors = w.Completed, w.Non2xx, w.SocketErrors
-	r.ActualQPS, r.Duration = w.AchievedQPS(), w.End.Sub(w.Start)
+	r.ActualQPS, r.Duration = w.AchievedQPS(), w.Duration()
 	l := w.Corrected
 	r.P50Ms, r.P90Ms, r.P99Ms, r.P999Ms, r.MaxMs = l.P50Ms, l.P90Ms, l.P99Ms, l.P999Ms, l.MaxMs
 }

@@ -28,16 +28,27 @@ import (
 // stopped count as unsent, with the time until the stop as a lower bound
 // of their latency.
 type Window struct {
+	// Start and End are the window's edges on the wall clock, for
+	// matching them with other readings; Length is the window's length
+	// measured on the monotonic clock where the window was. The two can
+	// disagree: a window that crosses the wire (a Kubernetes target's
+	// load generator) keeps only the wall clock, which a VM fork or an
+	// NTP step can move by seconds.
 	Start, End time.Time
-	// Scheduled is TargetQPS * (End-Start): the calls an open-loop client
+	Length     time.Duration
+	// Scheduled is TargetQPS * Length: the calls an open-loop client
 	// would have started inside the window.
 	Scheduled float64
 	// Completed counts calls whose response (or socket error) arrived
 	// inside the window, whatever their status; OK the 2xx among them.
 	Completed, OK, Non2xx, SocketErrors int64
 	// Intended counts the slots intended inside the window, Unsent those
-	// of them that were never sent.
-	Intended, Unsent int64
+	// of them that were never sent. Answered counts those of them that
+	// ended (a response or a socket error) in the run, the tail included: counted by intended time, a window's calls are
+	// credited to it however late they end, and the backlog of calls
+	// intended before it (the warm-up's queue of an overloaded proxy) is
+	// never credited to it, however many of them end inside it.
+	Intended, Unsent, Answered int64
 	// Raw is latency from the actual send of the calls intended inside
 	// the window; Corrected is from the intended send, unsent slots
 	// included. Lateness is actual - intended send of the calls whose
@@ -45,14 +56,28 @@ type Window struct {
 	// generator itself (its scheduler, timer wake-ups, CPU) adds to
 	// corrected latency, as opposed to waiting for the proxy.
 	Raw, Corrected, Lateness Latency
+	// FirstFifth and LastFifth are the corrected latency of the calls
+	// intended in the window's first and last fifth: a proxy that keeps
+	// up has the same median in both, one whose queue grows through the
+	// window a higher one in the last (knee.Step's Sustained).
+	FirstFifth, LastFifth Latency
 	// RunDelaySeconds is how long the load generator's threads waited for
 	// a CPU during the window: more than a little means it shared its
 	// CPUs, and its lateness is not the proxy's doing.
 	RunDelaySeconds float64
 }
 
-// Seconds is the window's length.
-func (w Window) Seconds() float64 { return w.End.Sub(w.Start).Seconds() }
+// Seconds is the window's length in seconds: Length, or End-Start for a
+// window recorded before Length existed.
+func (w Window) Seconds() float64 { return w.Duration().Seconds() }
+
+// Duration is the window's length (see Seconds).
+func (w Window) Duration() time.Duration {
+	if w.Length > 0 {
+		return w.Length
+	}
+	return w.End.Sub(w.Start)
+}
 
 // AchievedQPS is the rate of completed calls over the window.
 func (w Window) AchievedQPS() float64 {
@@ -119,21 +144,39 @@ func (r *recorder) window(qps float64, start, end, stopped time.Time) Window {
 // samples (ns), kept apart so that the windows of runs sent together can
 // be merged call by call (windowOf), not percentile by percentile.
 type tally struct {
-	completed, ok, non2xx, socketErrors, intended, unsent int64
-	raw, corrected, lateness                              []float64
+	completed, ok, non2xx, socketErrors, intended, unsent, answered int64
+	raw, corrected, lateness, firstFifth, lastFifth                 []float64
+}
+
+// addCorrected adds the corrected latency of a call intended at at to
+// the window's and, when at falls in the first or last fifth of the
+// window [lo, hi), to that fifth's.
+func (t *tally) addCorrected(at, lo, hi int64, latency float64) {
+	t.corrected = append(t.corrected, latency)
+	fifth := (hi - lo) / 5
+	switch {
+	case at < lo+fifth:
+		t.firstFifth = append(t.firstFifth, latency)
+	case at >= hi-fifth:
+		t.lastFifth = append(t.lastFifth, latency)
+	}
 }
 
 // windowOf is the window [start, end) of runs at a total rate qps, from
 // each run's tally.
 func windowOf(start, end time.Time, qps float64, tallies ...tally) Window {
-	w := Window{Start: start, End: end, Scheduled: qps * end.Sub(start).Seconds()}
-	var raw, corrected, lateness []float64
+	// Both edges carry this process's monotonic reading: Sub uses it.
+	length := end.Sub(start)
+	w := Window{Start: start, End: end, Length: length, Scheduled: qps * length.Seconds()}
+	var raw, corrected, lateness, first, last []float64
 	for _, t := range tallies {
 		w.Completed, w.OK, w.Non2xx, w.SocketErrors = w.Completed+t.completed, w.OK+t.ok, w.Non2xx+t.non2xx, w.SocketErrors+t.socketErrors
-		w.Intended, w.Unsent = w.Intended+t.intended, w.Unsent+t.unsent
+		w.Intended, w.Unsent, w.Answered = w.Intended+t.intended, w.Unsent+t.unsent, w.Answered+t.answered
 		raw, corrected, lateness = append(raw, t.raw...), append(corrected, t.corrected...), append(lateness, t.lateness...)
+		first, last = append(first, t.firstFifth...), append(last, t.lastFifth...)
 	}
 	w.Raw, w.Corrected, w.Lateness = latencyOf(raw), latencyOf(corrected), latencyOf(lateness)
+	w.FirstFifth, w.LastFifth = latencyOf(first), latencyOf(last)
 	return w
 }
 
@@ -156,10 +199,11 @@ func (r *recorder) tally(qps float64, start, end, stopped time.Time) tally {
 				continue
 			}
 			t.intended++
+			t.answered++
 			t.raw = append(t.raw, float64(c.end-c.start))
 			// A start a hair before the estimated intended time is the
 			// estimate's error, not an early send.
-			t.corrected = append(t.corrected, float64(c.end-min(at, c.start)))
+			t.addCorrected(at, lo, hi, float64(c.end-min(at, c.start)))
 			if i == 0 || calls[i-1].end <= at {
 				t.lateness = append(t.lateness, float64(max(c.start-at, 0)))
 			}
@@ -168,7 +212,7 @@ func (r *recorder) tally(qps float64, start, end, stopped time.Time) tally {
 			if at := intended(slot); at >= lo {
 				t.intended++
 				t.unsent++
-				t.corrected = append(t.corrected, float64(max(stop-at, 0)))
+				t.addCorrected(at, lo, hi, float64(max(stop-at, 0)))
 			}
 		}
 	}

@@ -1,7 +1,9 @@
 package loadgen
 
 import (
+	"bytes"
 	"context"
+	"encoding/gob"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -149,6 +151,87 @@ func TestWindowAboveCapacityFindsTheCapacityAndTheQueue(t *testing.T) {
 		t.Errorf("corrected p50 %.0f ms, max %.0f ms; raw p99 %.0f ms: want the queue to grow towards %.0f ms",
 			w.Corrected.P50Ms, w.Corrected.MaxMs, w.Raw.P99Ms, growth)
 	}
+	// Most of the calls intended in the window were never answered: the
+	// queue left at its end.
+	if w.Answered >= int64(0.99*float64(w.Intended)) {
+		t.Errorf("overloaded: %d of the %d calls intended in the window answered", w.Answered, w.Intended)
+	}
+}
+
+// Just above capacity the run answers nearly every call intended in the
+// window, late, within the tail: only the latency's growth between the
+// window's first and last fifth shows that the rate was not sustained.
+func TestWindowJustAboveCapacityShowsTheQueueGrowing(t *testing.T) {
+	srv := startSerialServer(t, 5*time.Millisecond) // capacity a little under 200 RPS
+	spec := Spec{URL: srv.URL + "/", QPS: 215, Connections: 8, Warmup: 500 * time.Millisecond, Duration: 3 * time.Second}
+	res, err := Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := res.Window
+	// The queue grows by (R - C) calls a second, each 1/C of waiting:
+	// from the first fifth's middle to the last's, 3/5 of the window.
+	capacity := srv.capacity()
+	growth := (spec.QPS - capacity) / capacity * 0.6 * spec.Duration.Seconds() * 1000
+	t.Logf("capacity %.1f RPS; p50 first fifth %.1f ms, last %.1f ms (model: %.0f ms more); answered %d of %d",
+		capacity, w.FirstFifth.P50Ms, w.LastFifth.P50Ms, growth, w.Answered, w.Intended)
+	if w.LastFifth.P50Ms-w.FirstFifth.P50Ms < 0.5*growth {
+		t.Errorf("p50 of the first fifth %.1f ms, of the last %.1f ms: want the last about %.0f ms higher",
+			w.FirstFifth.P50Ms, w.LastFifth.P50Ms, growth)
+	}
+}
+
+func TestWindowDoesNotCreditTheWarmupBacklog(t *testing.T) {
+	// One connection at 10 RPS (a slot every 100 ms) behind a proxy that
+	// stalled through the warm-up: the calls intended at 0-400 ms all end
+	// inside the window [500, 1000), the window's own slots only after
+	// it. By arrival the window looks busier than its schedule (1.2);
+	// by intended time it answered its calls late.
+	ms := func(v float64) int64 { return int64(v * 1e6) }
+	at := func(v float64) time.Time { return time.Unix(0, ms(v)) }
+	var calls []call
+	for i := range 5 { // the backlog: sent on time, answered at 500-900 ms
+		calls = append(calls, call{iter: int64(i), start: ms(100 * float64(i)), end: ms(500 + 100*float64(i)), code: 200})
+	}
+	calls = append(calls, call{iter: 5, start: ms(900), end: ms(1000), code: 200}) // intended at 500
+	for i := 6; i < 10; i++ {                                                      // intended at 600-900
+		calls = append(calls, call{iter: int64(i), start: ms(1000 + 10*float64(i)), end: ms(1010 + 10*float64(i)), code: 200})
+	}
+	rec := &recorder{epoch: time.Unix(0, 0), calls: [][]call{calls}}
+	w := rec.window(10, at(500), at(1000), at(1200))
+	if w.Completed != 5 || w.Intended != 5 || w.Answered != 5 {
+		t.Errorf("completed %d, intended %d, answered %d: want 5 ended in the window (the backlog), 5 intended and 5 answered",
+			w.Completed, w.Intended, w.Answered)
+	}
+	if w.FirstFifth.P50Ms != 500 || w.LastFifth.P50Ms != 200 {
+		t.Errorf("fifths' p50 %v and %v ms, want 500 and 200", w.FirstFifth.P50Ms, w.LastFifth.P50Ms)
+	}
+}
+
+func TestWindowLengthSurvivesAClockStep(t *testing.T) {
+	// A Kubernetes target's window crosses the wire by gob, which keeps
+	// the wall clock only; a VM fork once stepped it 12 s during a 2 s
+	// window. The length measured where the window was must stand.
+	start := time.Now()
+	end := start.Add(2 * time.Second) // carries start's monotonic reading
+	w := windowOf(start, end, 100)
+	var wire bytes.Buffer
+	if err := gob.NewEncoder(&wire).Encode(w); err != nil {
+		t.Fatal(err)
+	}
+	var got Window
+	if err := gob.NewDecoder(&wire).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	got.End = got.End.Add(12 * time.Second) // the step, as the receiver reads the wall clock
+	if got.Seconds() != 2 || got.Scheduled != 200 {
+		t.Errorf("after a 12 s clock step the window lasts %v s and scheduled %v calls, want 2 s and 200", got.Seconds(), got.Scheduled)
+	}
+	var r Result
+	r.useWindow(got)
+	if r.Duration != 2*time.Second || r.ActualQPS != 0 {
+		t.Errorf("the result's duration is %v (rate %v), want the window's 2s", r.Duration, r.ActualQPS)
+	}
 }
 
 func TestWindowCountsFromTheCallsTimestamps(t *testing.T) {
@@ -176,8 +259,9 @@ func TestWindowCountsFromTheCallsTimestamps(t *testing.T) {
 	if w.Completed != 5 || w.OK != 3 || w.Non2xx != 1 || w.SocketErrors != 1 {
 		t.Errorf("completed %d (ok %d, non-2xx %d, socket %d), want 5 (3, 1, 1)", w.Completed, w.OK, w.Non2xx, w.SocketErrors)
 	}
-	if w.Intended != 8 || w.Unsent != 2 || w.Scheduled != 8.5 {
-		t.Errorf("intended %d, unsent %d, scheduled %v; want 8, 2, 8.5", w.Intended, w.Unsent, w.Scheduled)
+	if w.Intended != 8 || w.Unsent != 2 || w.Answered != 6 || w.Scheduled != 8.5 || w.Length != 850*time.Millisecond {
+		t.Errorf("intended %d, unsent %d, answered %d, scheduled %v, length %v; want 8, 2, 6, 8.5, 850ms",
+			w.Intended, w.Unsent, w.Answered, w.Scheduled, w.Length)
 	}
 	tests := []struct {
 		name              string
@@ -191,6 +275,9 @@ func TestWindowCountsFromTheCallsTimestamps(t *testing.T) {
 		// Late sends on a busy connection are the proxy's; only those on
 		// a free one count: 0 0 0 0 (the call at 650 and 700 waited).
 		{"lateness", w.Lateness, 4, 0, 0, "0 0 0 0"},
+		// Fifths of 170 ms: [150, 320) and [830, 1000).
+		{"first fifth", w.FirstFifth, 2, 2, 450, "450 (intended at 200) 2 (at 300)"},
+		{"last fifth", w.LastFifth, 1, 400, 400, "unsent 400 (at 900)"},
 	}
 	for _, tc := range tests {
 		if tc.got.Samples != tc.samples || tc.got.P50Ms != tc.p50 || tc.got.MaxMs != tc.maxMs {
