@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 
@@ -206,12 +207,31 @@ func matrixKnee(s matrixSlice, c matrixConfig) (dataset.KneeRow, bool) {
 }
 
 // kneeRangeText is kneeText with the rounds' range where they differ:
-// "630 (600-660)", "630 (600-660) ‡".
+// "630 (600-660)", "630 (600-660) ‡". A censored median keeps it too, or
+// it would hide a round far below: ">= 10000 (5250 to >= 10000)" when one
+// round of three found 5,250 and two passed the ladder's top.
 func kneeRangeText(k dataset.KneeRow) string {
 	text := kneeText(k)
-	if k.Invalid || k.Censored != dataset.CensoredNone || k.Rounds <= 1 || k.KneeMinRPS == k.KneeMaxRPS {
+	if k.Invalid || k.Rounds <= 1 || k.KneeMinRPS == k.KneeMaxRPS || math.IsNaN(k.KneeMinRPS) {
 		return text
 	}
 	mark := contestedSuffix(k)
-	return strings.TrimSuffix(text, mark) + " (" + fmtNum(k.KneeMinRPS, 0) + "-" + fmtNum(k.KneeMaxRPS, 0) + ")" + mark
+	text = strings.TrimSuffix(text, mark)
+	if k.Censored == dataset.CensoredNone {
+		return text + " (" + fmtNum(k.KneeMinRPS, 0) + "-" + fmtNum(k.KneeMaxRPS, 0) + ")" + mark
+	}
+	return text + " (" + roundKneeText(k, k.KneeMinRPS) + " to " + roundKneeText(k, k.KneeMaxRPS) + ")" + mark
+}
+
+// roundKneeText writes one round's knee, the lowest or the highest of a
+// censored aggregate k: a round censored above holds the ladder's top (k's
+// bound), one censored below 0.
+func roundKneeText(k dataset.KneeRow, knee float64) string {
+	switch {
+	case k.Censored == dataset.CensoredAbove && k.BoundRPS > 0 && int(knee) >= k.BoundRPS:
+		return ">= " + fmtNum(knee, 0)
+	case knee <= 0:
+		return "below the floor"
+	}
+	return fmtNum(knee, 0)
 }

@@ -45,7 +45,8 @@ func TestMatrixTablesSetSlicesSideBySide(t *testing.T) {
 		[]dataset.KneeRow{matrixKneeRow(waf("json_1k"), 630, 600, 660, 1.5), matrixKneeRow(envoy("json_1k"), 10000, 10000, 10000, 0.2)},
 		[]dataset.SLOKneeRow{matrixSLORow(waf("json_1k"), 50, 40, 800), matrixSLORow(waf("json_1k"), 10, 0, 0)})
 	matrixSliceFiles(t, dir, "ref-get", "AMD EPYC", []string{"get"},
-		[]dataset.KneeRow{matrixKneeRow(envoy("get"), 10000, 10000, 10000, 0.08), matrixKneeRow(waf("get"), 1220, 1220, 1220, 0.81)},
+		// One round of envoy's found 5,250; two passed the ladder's top.
+		[]dataset.KneeRow{matrixKneeRow(envoy("get"), 10000, 5250, 10000, 0.08), matrixKneeRow(waf("get"), 1220, 1220, 1220, 0.81)},
 		[]dataset.SLOKneeRow{matrixSLORow(waf("get"), 50, 760, 15200)})
 	matrixSliceFiles(t, dir, "ref-nginx-get", "Intel Xeon", []string{"get"},
 		[]dataset.KneeRow{matrixKneeRow(nginx, 900, 850, 950, 1.1)}, nil)
@@ -57,7 +58,7 @@ func TestMatrixTablesSetSlicesSideBySide(t *testing.T) {
 	for _, want := range []string{
 		"| Slices | Config | get | json_1k |",
 		"| `ref-<shape>` | machine | [AMD EPYC](ref-get) | [Intel Xeon](ref-json_1k) |",
-		"|  | `envoy` | >= 10000 | >= 10000 |",
+		"|  | `envoy` | >= 10000 (5250 to >= 10000) | >= 10000 |",
 		"|  | `waf/full-crs` | 1220 | 630 (600-660) |",
 		"| `ref-nginx-<shape>` | machine | [Intel Xeon](ref-nginx-get) | not measured |",
 		"|  | `nginx-modsecurity/full-crs` | 900 (850-950) | not measured |",
@@ -100,5 +101,33 @@ func TestMatrixTablesRefuseWhatIsNotASlice(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want one saying %q", tc.datasets, err, tc.want)
 		}
+	}
+}
+
+// A censored median keeps its rounds' range, written round by round.
+func TestKneeRangeText(t *testing.T) {
+	c := plan.Config{Flavor: "waf", Tier: "full-crs", Shape: "get"}
+	below := matrixKneeRow(c, 0, 0, 120, 1)
+	below.Censored, below.BoundRPS = dataset.CensoredBelow, 50
+	contested := matrixKneeRow(c, 630, 600, 660, 1)
+	contested.ContestedByRPS = 610
+	tests := []struct {
+		name string
+		k    dataset.KneeRow
+		want string
+	}{
+		{"rounds agree", matrixKneeRow(c, 630, 630, 630, 1), "630"},
+		{"rounds apart", matrixKneeRow(c, 630, 600, 660, 1), "630 (600-660)"},
+		{"contested", contested, "630 (600-660) " + contestedKneeMark},
+		{"censored above, a round far below", matrixKneeRow(c, 10000, 5250, 10000, 1), ">= 10000 (5250 to >= 10000)"},
+		{"censored above, every round", matrixKneeRow(c, 10000, 10000, 10000, 1), ">= 10000"},
+		{"censored below, a round above the floor", below, "< 50 (below the floor to 120)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := kneeRangeText(tc.k); got != tc.want {
+				t.Errorf("kneeRangeText = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
