@@ -127,6 +127,19 @@ func zeroIfEmpty[T any](c column[T]) column[T] {
 	return c
 }
 
+// unknownIfEmpty reads an empty cell of an int column as -1, "not
+// counted": for a column added after files that did not count it.
+func unknownIfEmpty[T any](c column[T]) column[T] {
+	set := c.set
+	c.set = func(r *T, v string) error {
+		if v == "" {
+			v = "-1"
+		}
+		return set(r, v)
+	}
+	return c
+}
+
 func int64Col[T any](name string, field func(*T) *int64) column[T] {
 	return column[T]{
 		name: name,

@@ -140,6 +140,16 @@ type StepRow struct {
 	// proxy and its answer. The cross-check of the two counts allows the
 	// requests of that span. NaN when the proxy has no counter.
 	ProxyCountSkewMs float64
+	// Intended counts the calls intended in the window, Answered those of
+	// them that ended during the run, however late: the completion the
+	// verdict uses (knee.Step), which no backlog from before the window
+	// can inflate. -1 in rows measured before they were counted.
+	Intended, Answered int64
+	// P50FirstFifthMs and P50LastFifthMs are the median corrected latency
+	// of the calls intended in the window's first and last fifth: a
+	// queue growing through the window fails the step (knee.Step's
+	// Sustained). NaN in rows measured before they were.
+	P50FirstFifthMs, P50LastFifthMs float64
 }
 
 // IsCapacity reports a step of the capacity knee's search.
@@ -192,9 +202,12 @@ func AsRecorded(row StepRow) StepRow {
 func (r StepRow) KneeStep() knee.Step {
 	return knee.Step{
 		MaxP99Ms: r.SLOMs, P99Ms: r.P99Ms,
-		Target:         r.TargetRPS,
-		Scheduled:      r.Scheduled,
-		Completed:      r.Completed,
+		Target:          r.TargetRPS,
+		Scheduled:       r.Scheduled,
+		Completed:       r.Completed,
+		Intended:        max(r.Intended, 0),
+		Answered:        max(r.Answered, 0),
+		FirstFifthP50Ms: r.P50FirstFifthMs, LastFifthP50Ms: r.P50LastFifthMs,
 		Errors:         r.Non2xx + r.SocketErrors,
 		Misses:         r.AttackMisses + r.BenignBlocked,
 		Invalid:        r.Verdict == VerdictInvalid,
@@ -276,6 +289,10 @@ var stepSchema = slices.Concat(schema[StepRow]{
 	added(countCol("attack_misses", func(r *sr) *int64 { return &r.AttackMisses })),
 	added(countCol("benign_blocked", func(r *sr) *int64 { return &r.BenignBlocked })),
 	added(floatCol("proxy_count_skew_ms", func(r *sr) *float64 { return &r.ProxyCountSkewMs })),
+	added(unknownIfEmpty(int64Col("intended", func(r *sr) *int64 { return &r.Intended }))),
+	added(unknownIfEmpty(int64Col("answered", func(r *sr) *int64 { return &r.Answered }))),
+	added(floatCol("p50_first_fifth_ms", func(r *sr) *float64 { return &r.P50FirstFifthMs })),
+	added(floatCol("p50_last_fifth_ms", func(r *sr) *float64 { return &r.P50LastFifthMs })),
 })
 
 // StepsHeader is the header of steps.csv, in column order.

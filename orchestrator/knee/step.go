@@ -1,9 +1,20 @@
 package knee
 
+import "math"
+
 // Pass thresholds of a step (see the package documentation).
 const (
 	MinCompletion = 0.99
 	MaxErrorRatio = 0.001
+	// A step is not sustained when the median latency of the calls
+	// intended in its window's last fifth exceeds MaxLatencyGrowth times
+	// that of its first fifth plus LatencyGrowthSlackMs: its queue grew
+	// through the window. The slack keeps sub-millisecond medians from
+	// failing on a scheduler hiccup; the check needs MinFifthCalls calls
+	// intended in each fifth, since a median of a handful is noise.
+	MaxLatencyGrowth     = 2.0
+	LatencyGrowthSlackMs = 5.0
+	MinFifthCalls        = 10
 )
 
 // Step is the outcome of one measured run at a target rate.
@@ -11,7 +22,18 @@ type Step struct {
 	Target    int   // target rate, requests per second
 	Scheduled int64 // target * window: the calls an open-loop client starts in the window
 	Completed int64 // calls whose response arrived inside the window, whatever their status
-	Errors    int64 // non-2xx responses plus socket errors
+	// Intended counts the calls intended in the window, Answered those of
+	// them that ended during the run (tail included). Completion is
+	// Answered/Intended when Intended > 0, so that a proxy's backlog from
+	// before the window, answered inside it, is never credited to it;
+	// steps measured before these were counted have Intended 0 and are
+	// judged on Completed/Scheduled.
+	Intended, Answered int64
+	Errors             int64 // non-2xx responses plus socket errors
+	// FirstFifthP50Ms and LastFifthP50Ms are the median corrected latency
+	// of the calls intended in the window's first and last fifth (NaN:
+	// not measured); see Sustained.
+	FirstFifthP50Ms, LastFifthP50Ms float64
 	// Misses are calls whose status says the WAF did not do its job: an
 	// attack sent with the load that was not blocked (or not passed where
 	// nothing inspects), a benign call that was blocked. One fails the
@@ -27,8 +49,12 @@ type Step struct {
 	MaxP99Ms, P99Ms float64
 }
 
-// Completion is completed/scheduled, 0 when nothing was scheduled.
+// Completion is answered/intended (completed/scheduled for a step
+// measured before those were counted), 0 when nothing was scheduled.
 func (s Step) Completion() float64 {
+	if s.Intended > 0 {
+		return float64(s.Answered) / float64(s.Intended)
+	}
 	if s.Scheduled <= 0 {
 		return 0
 	}
@@ -47,7 +73,20 @@ func (s Step) ErrorRatio() float64 {
 // Passed reports whether the step sustained its target rate (within its
 // latency objective, when it has one).
 func (s Step) Passed() bool {
-	return !s.Invalid && s.Completion() >= MinCompletion && s.ErrorRatio() <= MaxErrorRatio && s.Misses == 0 && s.withinObjective()
+	return !s.Invalid && s.Completion() >= MinCompletion && s.ErrorRatio() <= MaxErrorRatio && s.Misses == 0 &&
+		s.withinObjective() && s.Sustained()
+}
+
+// Sustained is false when the step's latency grew through its window (see
+// MaxLatencyGrowth): a queue that grows is a rate the proxy does not
+// sustain, whatever share of the calls it answered before the run
+// stopped. True where it cannot be told: too few calls in a fifth, or a
+// step measured before the fifths were.
+func (s Step) Sustained() bool {
+	if s.Intended < 5*MinFifthCalls || math.IsNaN(s.FirstFifthP50Ms) || math.IsNaN(s.LastFifthP50Ms) {
+		return true
+	}
+	return s.LastFifthP50Ms <= MaxLatencyGrowth*s.FirstFifthP50Ms+LatencyGrowthSlackMs
 }
 
 // withinObjective is true without an objective; a NaN p99 is never within.

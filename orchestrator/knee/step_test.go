@@ -26,6 +26,20 @@ func TestStepVerdict(t *testing.T) {
 		{"latency not measured", Step{Scheduled: 1000, Completed: 1000, MaxP99Ms: 50, P99Ms: math.NaN()}, 1, 0, false},
 		{"no objective, any latency", Step{Scheduled: 1000, Completed: 1000, P99Ms: 9000}, 1, 0, true},
 		{"one attack through, clean otherwise", Step{Scheduled: 1000, Completed: 1000, Misses: 1}, 1, 0, false},
+		// Counted by intended time: 1,042 responses arrived in the window,
+		// 42 of them the warm-up's backlog (reference-light-headers-only-
+		// json_10k's "served 388 rps" at 375); of the window's own calls
+		// only 970 were answered.
+		{"warm-up backlog not credited", Step{Scheduled: 1000, Completed: 1042, Intended: 1000, Answered: 970}, 0.97, 0, false},
+		{"window's calls answered in the tail", Step{Scheduled: 1000, Completed: 985, Intended: 1000, Answered: 1000}, 1, 0, true},
+		// Calibration's retry at 241 RPS: 99% answered, p50 500 ms and
+		// growing: the queue grew through the window.
+		{"growing queue", Step{Scheduled: 4820, Completed: 4800, Intended: 4820, Answered: 4790, FirstFifthP50Ms: 40, LastFifthP50Ms: 950}, 0.9937759336099585, 0, false},
+		{"steady within the growth allowance", Step{Scheduled: 1000, Completed: 1000, Intended: 1000, Answered: 1000, FirstFifthP50Ms: 1, LastFifthP50Ms: 7}, 1, 0, true},
+		{"just over the growth allowance", Step{Scheduled: 1000, Completed: 1000, Intended: 1000, Answered: 1000, FirstFifthP50Ms: 1, LastFifthP50Ms: 7.01}, 1, 0, false},
+		{"latency falling (a backlog draining)", Step{Scheduled: 1000, Completed: 1000, Intended: 1000, Answered: 1000, FirstFifthP50Ms: 300, LastFifthP50Ms: 2}, 1, 0, true},
+		{"too few calls a fifth to tell", Step{Scheduled: 40, Completed: 40, Intended: 40, Answered: 40, FirstFifthP50Ms: 1, LastFifthP50Ms: 100}, 1, 0, true},
+		{"fifths not measured", Step{Scheduled: 1000, Completed: 1000, Intended: 1000, Answered: 1000, FirstFifthP50Ms: math.NaN(), LastFifthP50Ms: math.NaN()}, 1, 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
