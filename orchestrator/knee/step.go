@@ -23,11 +23,10 @@ type Step struct {
 	Scheduled int64 // target * window: the calls an open-loop client starts in the window
 	Completed int64 // calls whose response arrived inside the window, whatever their status
 	// Intended counts the calls intended in the window, Answered those of
-	// them that ended during the run (tail included). Completion is
-	// Answered/Intended when Intended > 0, so that a proxy's backlog from
-	// before the window, answered inside it, is never credited to it;
-	// steps measured before these were counted have Intended 0 and are
-	// judged on Completed/Scheduled.
+	// them that ended during the run (tail included). With them a step
+	// must pass two counts (see Completion): steps measured before they
+	// were counted have Intended 0 and are judged on Completed/Scheduled
+	// alone.
 	Intended, Answered int64
 	Errors             int64 // non-2xx responses plus socket errors
 	// FirstFifthP50Ms and LastFifthP50Ms are the median corrected latency
@@ -49,12 +48,23 @@ type Step struct {
 	MaxP99Ms, P99Ms float64
 }
 
-// Completion is answered/intended (completed/scheduled for a step
-// measured before those were counted), 0 when nothing was scheduled.
+// Completion is the lower of two shares, 0 when nothing was scheduled:
+// the responses that arrived inside the window per call scheduled in it
+// (completed/scheduled: the proxy's throughput over the window), and the
+// calls intended inside the window that were answered (answered/intended,
+// when counted). Each alone can be fooled: a warm-up backlog answered
+// inside the window raises the first above 1 (served 388 RPS at 375),
+// and a queue that the run's tail still drains lets the second reach 1
+// while the window served 90% of its rate (569 RPS at 630).
 func (s Step) Completion() float64 {
+	arrived := s.arrivedShare()
 	if s.Intended > 0 {
-		return float64(s.Answered) / float64(s.Intended)
+		return min(arrived, float64(s.Answered)/float64(s.Intended))
 	}
+	return arrived
+}
+
+func (s Step) arrivedShare() float64 {
 	if s.Scheduled <= 0 {
 		return 0
 	}

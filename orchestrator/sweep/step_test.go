@@ -50,10 +50,10 @@ func TestWindowReasons(t *testing.T) {
 		// TestAttackShareUnderLoad in a loaded make test: 7 requests, 88 ms
 		// at 81 RPS, more than the fixed slack of 6.04.
 		{"a low rate's count off by a reading's delay", func(r *dataset.StepRow) {
-			r.TargetRPS, r.WindowS, r.Completed, r.ProxyCompleted, r.ProxyCPUS, r.ProxyCountSkewMs = 80, 4, 324, 317, 1, 0
+			r.TargetRPS, r.WindowS, r.Scheduled, r.Intended, r.Answered, r.Completed, r.ProxyCompleted, r.ProxyCPUS, r.ProxyCountSkewMs = 80, 4, 320, 320, 320, 324, 317, 1, 0
 		}, 1, "proxy counted 317 requests in the window, the load generator 324"},
 		{"a low rate's count off by the skew measured", func(r *dataset.StepRow) {
-			r.TargetRPS, r.WindowS, r.Completed, r.ProxyCompleted, r.ProxyCPUS, r.ProxyCountSkewMs = 80, 4, 324, 317, 1, 90
+			r.TargetRPS, r.WindowS, r.Scheduled, r.Intended, r.Answered, r.Completed, r.ProxyCompleted, r.ProxyCPUS, r.ProxyCountSkewMs = 80, 4, 320, 320, 320, 324, 317, 1, 90
 		}, 1, ""},
 		// The first default sweep's waf/full-crs/json_1k at 1,000 RPS, ten
 		// times its capacity: the warm-up's queue drained into the window
