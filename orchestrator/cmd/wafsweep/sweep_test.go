@@ -33,7 +33,8 @@ func TestFlagsBuildThePlan(t *testing.T) {
 	}
 	short, _, _ := parseSweepFlags(nil, io.Discard)
 	sp, err := short.buildPlan()
-	if err != nil || len(sp.Shapes) != 2 || sp.Measure != 5*time.Second {
+	if err != nil || len(sp.Shapes) != 2 || sp.Measure != 4*time.Second || len(sp.Tiers) != 1 || sp.Tiers[0] != plan.TierFullCRS ||
+		sp.FloorRPS != 20 || len(sp.SLOs) != 1 {
 		t.Fatalf("short profile: %+v %v", sp, err)
 	}
 	for _, tt := range []struct {
