@@ -207,7 +207,7 @@ func (r StepRow) KneeStep() knee.Step {
 		Completed:       r.Completed,
 		Intended:        max(r.Intended, 0),
 		Answered:        max(r.Answered, 0),
-		FirstFifthP50Ms: r.P50FirstFifthMs, LastFifthP50Ms: r.P50LastFifthMs,
+		FirstFifthP50Ms: r.P50FirstFifthMs, LastFifthP50Ms: r.P50LastFifthMs, RawP50Ms: r.P50RawMs,
 		Errors:         r.Non2xx + r.SocketErrors,
 		Misses:         r.AttackMisses + r.BenignBlocked,
 		Invalid:        r.Verdict == VerdictInvalid,

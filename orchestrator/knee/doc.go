@@ -3,28 +3,27 @@
 //
 // A step offers a target rate R over c keep-alive connections: a warm-up,
 // then a measured window of length T, in one run (see package loadgen).
-// Counting what happened inside the window,
+// Counting the calls by their intended send time,
 //
-//	scheduled  = R * T   (the calls an open-loop client would start)
 //	intended   = the calls intended inside the window (about R * T)
-//	completion = min(responses arrived inside the window / scheduled,
-//	                 calls intended inside the window answered during the run / intended)
+//	completion = those of them answered during the run, however late / intended
 //	error      = (non-2xx + socket errors) / responses in the window   (1 when none)
 //	sustained  = p50 of the last fifth's calls <= 2 * p50 of the first fifth's + 5 ms
+//	             and <= 2 * the window's p50 raw latency + 5 ms
 //
 // A step passes iff completion >= 0.99, error <= 0.001 and it was
-// sustained. The first share alone would credit the window with a backlog
-// of calls intended before it and answered inside it; the second alone
-// with a queue the run's tail drains after it; latency is timed from each
-// call's intended send (corrected for coordinated omission), and a queue
-// that grows through the window fails even when both shares reach 0.99.
-// (Steps measured before intended calls were counted are judged on the
-// first share alone, without the growth check.) A step is invalid,
-// neither pass nor fail, when the measurement itself cannot be trusted
-// (load generator over its CPU budget or waiting for a CPU, proxy
-// restarted or using more CPU than it has, its request count disagreeing
-// with the load generator's where that could change the verdict, backend
-// saturated, pre-check failed).
+// sustained. A backlog of calls intended before the window is never
+// credited to it; latency is timed from each call's intended send
+// (corrected for coordinated omission), so a queue that grows through the
+// window, or that the run's tail drains after it (the last fifth's calls
+// waited far longer than the proxy took to answer them), fails the step
+// although the run answered its calls. (Steps measured before intended
+// calls were counted are judged on responses in the window / R * T,
+// without the latency checks.) A step is invalid, neither pass nor fail,
+// when the measurement itself cannot be trusted (load generator over its
+// CPU budget or waiting for a CPU, proxy restarted or using more CPU than
+// it has, its request count disagreeing with the load generator's where
+// that could change the verdict, backend saturated, pre-check failed).
 //
 // The search walks the ladder upwards and stops at the first failing rate.
 // It then bisects between the highest pass and the lowest fail (midpoints

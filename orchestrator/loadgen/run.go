@@ -45,7 +45,10 @@ type Result struct {
 	// included); -1 is Fortio's code for a socket error.
 	Codes                              map[int]int64
 	P50Ms, P90Ms, P99Ms, P999Ms, MaxMs float64
-	// LoadgenCPUSeconds is this process's CPU (user+system) during the run.
+	// LoadgenCPUSeconds is this process's CPU (user+system) during the
+	// measured window, read at its edges: divided by the window, it is
+	// the share of its CPUs the load generator used there (over the whole
+	// run, warm-up and tail included, it read 1.3-1.4 times too high).
 	// Fortio runs in-process, so anything else the process does is
 	// included: keep the process otherwise idle during a step.
 	LoadgenCPUSeconds float64
@@ -117,12 +120,6 @@ func RunAll(ctx context.Context, specs []Spec) (all Result, each []Result, err e
 	stop := abortOnCancel(ctx, runs)
 	edges, runDone := make(chan windowEdges, 1), make(chan struct{})
 	go driveWindow(ctx, specs[0], runs, runDone, edges)
-	cpuBefore, err := processCPUSeconds()
-	if err != nil {
-		stop()
-		close(runDone)
-		return Result{}, nil, err
-	}
 	var wg sync.WaitGroup
 	for _, r := range runs {
 		wg.Go(func() { r.res, r.err = fhttp.RunHTTPTest(r.opts) })
@@ -130,10 +127,6 @@ func RunAll(ctx context.Context, specs []Spec) (all Result, each []Result, err e
 	wg.Wait()
 	stop()
 	close(runDone)
-	cpuAfter, err := processCPUSeconds()
-	if err != nil {
-		return Result{}, nil, err
-	}
 	each = make([]Result, len(runs))
 	for i, r := range runs {
 		if r.err != nil {
@@ -146,7 +139,6 @@ func RunAll(ctx context.Context, specs []Spec) (all Result, each []Result, err e
 	if all, err = union(together(specs, each)); err != nil {
 		return Result{}, nil, err
 	}
-	all.LoadgenCPUSeconds = cpuAfter - cpuBefore
 	if ctx.Err() != nil {
 		return all, each, fmt.Errorf("loadgen: run interrupted: %w", ctx.Err())
 	}
@@ -154,6 +146,10 @@ func RunAll(ctx context.Context, specs []Spec) (all Result, each []Result, err e
 	if !ok {
 		return all, each, fmt.Errorf("loadgen: the run against %s ended before its window did", specs[0].URL)
 	}
+	if edge.cpuErr != nil {
+		return all, each, edge.cpuErr
+	}
+	all.LoadgenCPUSeconds = edge.cpu[1] - edge.cpu[0]
 	tallies := make([]tally, len(runs))
 	for i, r := range runs {
 		tallies[i] = r.rec.tally(r.spec.QPS, edge.times[0], edge.times[1], edge.times[2])
@@ -255,6 +251,9 @@ func union(runs []Result) (Result, error) {
 type windowEdges struct {
 	times    [3]time.Time
 	runDelay [2]float64
+	// cpu is this process's CPU seconds at the two edges.
+	cpu    [2]float64
+	cpuErr error
 }
 
 // window is the window of runs at a total rate qps, from their tallies.
@@ -292,6 +291,10 @@ func driveWindow(ctx context.Context, spec Spec, runs []*fortioRun, runDone <-ch
 		edges.times[i] = time.Now()
 		// Unreadable schedstat (an old kernel) leaves the delay at 0.
 		edges.runDelay[i], _ = procstat.RunDelaySeconds(os.Getpid())
+		var err error
+		if edges.cpu[i], err = processCPUSeconds(); err != nil {
+			edges.cpuErr = err
+		}
 		if spec.OnEdge != nil {
 			spec.OnEdge(Edge(i), edges.times[i])
 		}

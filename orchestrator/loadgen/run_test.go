@@ -331,3 +331,28 @@ func TestWarmUpDoesNotBurst(t *testing.T) {
 		t.Errorf("%d requests in flight at once at 32 RPS of 10 ms requests: the warm-up burst is back", m)
 	}
 }
+
+// The load generator's CPU is the window's, not the run's: over a run of
+// 2 s of warm-up, a 1 s window and the 1 s tail at a steady rate, the
+// window holds about a quarter of what the process spent (the backend,
+// in-process here, included in both).
+func TestLoadgenCPUIsTheWindows(t *testing.T) {
+	be := startBackend(t)
+	spec := Spec{URL: be.URL() + "/cpu", QPS: 2000, Connections: 8, Warmup: 2 * time.Second, Duration: time.Second}
+	before, err := processCPUSeconds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := processCPUSeconds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := after - before
+	if !(res.LoadgenCPUSeconds > 0) || res.LoadgenCPUSeconds > 0.5*run {
+		t.Errorf("window CPU %.3f s of the run's %.3f s: want about a quarter", res.LoadgenCPUSeconds, run)
+	}
+}
