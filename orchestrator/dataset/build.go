@@ -42,7 +42,24 @@ func BuildKnees(steps []StepRow, ladder []int, opts knee.Options) ([]KneeRow, er
 		roundRows = append(roundRows, row)
 	}
 	compareRoundsWithEnvoy(roundRows, steps)
-	return withAggregates(roundRows), nil
+	out := withAggregates(roundRows)
+	for i := range out {
+		out[i].Cost = FitCost(costSteps(steps, out[i]))
+	}
+	return out, nil
+}
+
+// costSteps are the steps k's cost model is fitted to: its configuration's
+// in k's round (every round for the aggregate), of every search and
+// Envoy's baselines.
+func costSteps(steps []StepRow, k KneeRow) []StepRow {
+	var out []StepRow
+	for _, s := range steps {
+		if s.ConfigID == k.ConfigID && (k.Round == AllRounds || s.Round == k.Round) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // groupSearches splits steps by search, each in seq order, and lists the

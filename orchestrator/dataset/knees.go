@@ -80,6 +80,9 @@ type KneeRow struct {
 	KneeMedianRPS, KneeMinRPS, KneeMaxRPS, KneeStddevRPS float64
 	// Transport is how the load reached the proxy (the steps').
 	Transport plan.Transport
+	// Cost is the CPU line fitted to the configuration's passing steps:
+	// the round's on a round row, every round's on the aggregate.
+	Cost CostModel
 }
 
 // kr shortens the column accessors below.
@@ -137,6 +140,12 @@ var kneeSchema = slices.Concat(schema[KneeRow]{
 	added(floatCol("proxy_disk_write_bytes_per_s_at_knee", func(r *kr) *float64 { return &r.ProxyDiskWriteBytesPerSAtKnee })),
 }, transportCols(func(r *kr) *plan.Transport { return &r.Transport }), schema[KneeRow]{
 	added(zeroIfEmpty(intCol("contested_by_rps", func(r *kr) *int { return &r.ContestedByRPS }))),
+	added(floatCol("cost_idle_cores", func(r *kr) *float64 { return &r.Cost.IdleCores })),
+	added(floatCol("cost_cores_per_1k", func(r *kr) *float64 { return &r.Cost.CoresPer1k })),
+	added(floatCol("cost_fit_rmse_cores", func(r *kr) *float64 { return &r.Cost.RMSECores })),
+	added(zeroIfEmpty(intCol("cost_fit_steps", func(r *kr) *int { return &r.Cost.Steps }))),
+	added(zeroIfEmpty(intCol("cost_low_rps", func(r *kr) *int { return &r.Cost.LowRPS }))),
+	added(zeroIfEmpty(intCol("cost_high_rps", func(r *kr) *int { return &r.Cost.HighRPS }))),
 })
 
 // KneesHeader is the header of knees.csv, in column order.

@@ -19,6 +19,7 @@ func TestKneesHeaderIsTheDeclaredSchema(t *testing.T) {
 		"knee_vs_envoy", "added_p99_ms_vs_envoy",
 		"knee_median_rps", "knee_min_rps", "knee_max_rps", "knee_stddev_rps", "rss_mb_at_knee",
 		"audit_bytes_per_req_at_knee", "proxy_disk_write_bytes_per_s_at_knee", "protocol", "tls", "contested_by_rps",
+		"cost_idle_cores", "cost_cores_per_1k", "cost_fit_rmse_cores", "cost_fit_steps", "cost_low_rps", "cost_high_rps",
 	}
 	if got := KneesHeader(); !reflect.DeepEqual(got, want) {
 		t.Errorf("KneesHeader() = %v\nwant %v", got, want)
@@ -34,6 +35,7 @@ func kneeRow(round int) KneeRow {
 		KneeMedianRPS: 3500, KneeMinRPS: 3000, KneeMaxRPS: 4000, KneeStddevRPS: 500, RSSMBAtKnee: 140,
 		AuditBytesPerReqAtKnee: 2150, ProxyDiskWriteBytesPerSAtKnee: 4_300_000,
 		Transport: plan.Transport{Protocol: plan.ProtocolH2},
+		Cost:      CostModel{IdleCores: 0.125, CoresPer1k: 0.6875, RMSECores: 0.0625, Steps: 12, LowRPS: 70, HighRPS: 1290},
 	}
 }
 

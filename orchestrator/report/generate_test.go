@@ -132,6 +132,8 @@ func TestGenerate(t *testing.T) {
 		"| `waf/full-crs/get` | 2600 | none | yes | 2650 | 0.65 |",
 		"| `waf/full-crs/json_1k` | < 1000 | below | no | 1000 | n/a |",
 		"The knee is the highest passing rate whose next tested higher rate fails",
+		"## Cost model",
+		"| Config | Idle cores | Cores per 1k RPS | Fit error (cores) | Steps | Rates fitted | Cores at the knee |",
 		"wafsweep run --plan plan.json",
 		"| Coraza | v3.8.1 |",
 		"| WAF module, accelerated build | sha256:0123 |",

@@ -52,6 +52,7 @@ func renderMarkdown(meta dataset.Metadata, steps []dataset.StepRow, knees, summa
 	writeKneePlots(&b, heatmaps)
 	writeMethod(&b, summary, descentFloor(meta, steps), meta.Plan.SLORule)
 	writeKneeTable(&b, steps, summary)
+	writeCostSection(&b, steps, summary)
 	writeAuditSection(&b, summary, flavorOrder(steps, summary))
 	writeMembersSection(&b, steps, knees, summary, members)
 	writeRoundTable(&b, knees)
