@@ -28,6 +28,8 @@ commands:
   module-cost  the module's cost per request from the --profile module-cost and
                module-cost-full-crs sweeps:
                wafsweep module-cost ENGINE_CSV OUT_CSV SWEEP_DIR...
+  size         instances and cores for a rate at a p99 objective, from a sweep:
+               wafsweep size --config ID --rps R --p99 S [--headroom H] SWEEP_DIR
   backend      run the benchmark backend (used by the local target)
 `
 
@@ -47,6 +49,8 @@ func main() {
 		os.Exit(runReport(os.Args[2:]))
 	case "module-cost":
 		os.Exit(runModuleCost(os.Args[2:]))
+	case "size":
+		os.Exit(runSize(os.Args[2:], os.Stdout, os.Stderr))
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 	default:
