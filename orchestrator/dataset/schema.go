@@ -116,24 +116,18 @@ func countCol[T any](name string, field func(*T) *int64) column[T] {
 
 // zeroIfEmpty reads an empty cell of an int column as 0: for a column
 // added after files that did not derive it (their rows read as "none").
-func zeroIfEmpty[T any](c column[T]) column[T] {
-	set := c.set
-	c.set = func(r *T, v string) error {
-		if v == "" {
-			v = "0"
-		}
-		return set(r, v)
-	}
-	return c
-}
+func zeroIfEmpty[T any](c column[T]) column[T] { return emptyReadsAs(c, "0") }
 
 // unknownIfEmpty reads an empty cell of an int column as -1, "not
 // counted": for a column added after files that did not count it.
-func unknownIfEmpty[T any](c column[T]) column[T] {
+func unknownIfEmpty[T any](c column[T]) column[T] { return emptyReadsAs(c, "-1") }
+
+// emptyReadsAs makes c read an empty cell as cell.
+func emptyReadsAs[T any](c column[T], cell string) column[T] {
 	set := c.set
 	c.set = func(r *T, v string) error {
 		if v == "" {
-			v = "-1"
+			v = cell
 		}
 		return set(r, v)
 	}
