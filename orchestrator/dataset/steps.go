@@ -81,7 +81,8 @@ type StepRow struct {
 	// minus intended send, on free connections; see loadgen.Window): what
 	// it adds to corrected latency, whatever the proxy does.
 	LoadgenLatenessP99Ms float64
-	// Unsent counts calls intended inside the window but never sent.
+	// Unsent counts calls intended inside the window that did not end in
+	// the run: never sent, or still in flight when it stopped.
 	Unsent int64
 	// ProxyCompleted is the proxy's own count of requests completed in the
 	// window (Envoy's downstream_rq_completed delta); -1 when the flavor
@@ -140,11 +141,12 @@ type StepRow struct {
 	// proxy and its answer. The cross-check of the two counts allows the
 	// requests of that span. NaN when the proxy has no counter.
 	ProxyCountSkewMs float64
-	// Intended counts the calls intended in the window, Answered those of
-	// them that ended during the run, however late: the completion the
-	// verdict uses (knee.Step), which no backlog from before the window
-	// can inflate. -1 in rows measured before they were counted.
-	Intended, Answered int64
+	// Intended counts the calls intended in the window; those of them
+	// that ended during the run, however late (Intended - Unsent), are the
+	// completion the verdict uses (knee.Step), which no backlog from
+	// before the window can inflate. -1 in rows measured before it was
+	// counted.
+	Intended int64
 	// P50FirstFifthMs and P50LastFifthMs are the median corrected latency
 	// of the calls intended in the window's first and last fifth: a
 	// queue growing through the window fails the step (knee.Step's
@@ -206,7 +208,7 @@ func (r StepRow) KneeStep() knee.Step {
 		Scheduled:       r.Scheduled,
 		Completed:       r.Completed,
 		Intended:        max(r.Intended, 0),
-		Answered:        max(r.Answered, 0),
+		Answered:        max(r.Intended-r.Unsent, 0),
 		FirstFifthP50Ms: r.P50FirstFifthMs, LastFifthP50Ms: r.P50LastFifthMs, RawP50Ms: r.P50RawMs,
 		Errors:         r.Non2xx + r.SocketErrors,
 		Misses:         r.AttackMisses + r.BenignBlocked,
@@ -290,7 +292,6 @@ var stepSchema = slices.Concat(schema[StepRow]{
 	added(countCol("benign_blocked", func(r *sr) *int64 { return &r.BenignBlocked })),
 	added(floatCol("proxy_count_skew_ms", func(r *sr) *float64 { return &r.ProxyCountSkewMs })),
 	added(unknownIfEmpty(int64Col("intended", func(r *sr) *int64 { return &r.Intended }))),
-	added(unknownIfEmpty(int64Col("answered", func(r *sr) *int64 { return &r.Answered }))),
 	added(floatCol("p50_first_fifth_ms", func(r *sr) *float64 { return &r.P50FirstFifthMs })),
 	added(floatCol("p50_last_fifth_ms", func(r *sr) *float64 { return &r.P50LastFifthMs })),
 })

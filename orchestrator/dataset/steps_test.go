@@ -25,7 +25,7 @@ func TestStepsHeaderIsTheDeclaredSchema(t *testing.T) {
 		"proxy_rss_lifetime_peak_mb", "loadgen_cpu_s", "loadgen_cpu_fraction", "loadgen_run_delay_s", "proxy_restarted",
 		"verdict", "reasons", "raw_file", "audit_bytes_per_req", "proxy_disk_write_bytes_per_s", "protocol", "tls",
 		"attack_calls", "attack_misses", "benign_blocked", "proxy_count_skew_ms",
-		"intended", "answered", "p50_first_fifth_ms", "p50_last_fifth_ms",
+		"intended", "p50_first_fifth_ms", "p50_last_fifth_ms",
 	}
 	if got := StepsHeader(); !reflect.DeepEqual(got, want) {
 		t.Errorf("StepsHeader() = %v\nwant %v", got, want)
@@ -56,7 +56,7 @@ func fullRow(round int, configID string, seq int) StepRow {
 		AuditBytesPerReq: 2150.5, ProxyDiskWriteBytesPerS: 5_365_000,
 		Transport:   plan.Transport{Protocol: plan.ProtocolH2, TLS: true},
 		AttackCalls: 9, AttackMisses: 1, BenignBlocked: 2, ProxyCountSkewMs: 3.25,
-		Intended: 49990, Answered: 49980, P50FirstFifthMs: 0.375, P50LastFifthMs: 0.5,
+		Intended: 49990, P50FirstFifthMs: 0.375, P50LastFifthMs: 0.5,
 	}
 }
 
@@ -226,9 +226,9 @@ func TestReadStepsErrors(t *testing.T) {
 		want string
 	}{
 		{"renamed column", strings.Replace(header, "target_rps", "rps", 1) + "\n", `line 1: header column 12 is "rps", want "target_rps"`},
-		{"missing column", strings.TrimSuffix(header, ",raw_file,audit_bytes_per_req,proxy_disk_write_bytes_per_s,protocol,tls,attack_calls,attack_misses,benign_blocked,proxy_count_skew_ms,intended,answered,p50_first_fifth_ms,p50_last_fifth_ms") + "\n", `line 1: header ends before column 50 "raw_file"`},
+		{"missing column", strings.TrimSuffix(header, ",raw_file,audit_bytes_per_req,proxy_disk_write_bytes_per_s,protocol,tls,attack_calls,attack_misses,benign_blocked,proxy_count_skew_ms,intended,p50_first_fifth_ms,p50_last_fifth_ms") + "\n", `line 1: header ends before column 50 "raw_file"`},
 		{"bad number", good.String() + strings.Replace(string(line), ",2500,", ",fast,", 1), "line 3: column target_rps"},
-		{"short row", good.String() + "sw-1,0,c\n", "line 3: 3 fields, want 62"},
+		{"short row", good.String() + "sw-1,0,c\n", "line 3: 3 fields, want 61"},
 		{"duplicate", good.String() + string(line), "line 3: duplicate step (round 0, config c, seq 0), first on line 2"},
 	}
 	for _, tt := range tests {
@@ -330,8 +330,8 @@ func TestStepsWithoutTheAddedColumnsRead(t *testing.T) {
 	if len(rows) != 2 || !math.IsNaN(rows[1].AuditBytesPerReq) || !math.IsNaN(rows[1].ProxyDiskWriteBytesPerS) {
 		t.Fatalf("rows %+v: want 2, added figures NaN", rows)
 	}
-	if r := rows[1]; r.Intended != -1 || r.Answered != -1 || !math.IsNaN(r.P50FirstFifthMs) || !math.IsNaN(r.P50LastFifthMs) {
-		t.Errorf("intended %d, answered %d, fifths %v %v: want -1, -1 and NaN (not counted)", r.Intended, r.Answered, r.P50FirstFifthMs, r.P50LastFifthMs)
+	if r := rows[1]; r.Intended != -1 || !math.IsNaN(r.P50FirstFifthMs) || !math.IsNaN(r.P50LastFifthMs) {
+		t.Errorf("intended %d, fifths %v %v: want -1 and NaN (not counted)", r.Intended, r.P50FirstFifthMs, r.P50LastFifthMs)
 	}
 	// Judged as before they were counted: completed/scheduled, no
 	// growth check.

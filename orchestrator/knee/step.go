@@ -65,10 +65,6 @@ func (s Step) Completion() float64 {
 	if s.Intended > 0 {
 		return float64(s.Answered) / float64(s.Intended)
 	}
-	return s.arrivedShare()
-}
-
-func (s Step) arrivedShare() float64 {
 	if s.Scheduled <= 0 {
 		return 0
 	}
@@ -100,12 +96,19 @@ func (s Step) Passed() bool {
 // it cannot be told: too few calls in a fifth, or a step measured before
 // the fifths were.
 func (s Step) Sustained() bool {
-	if s.Intended < 5*MinFifthCalls || math.IsNaN(s.FirstFifthP50Ms) || math.IsNaN(s.LastFifthP50Ms) {
-		return true
-	}
-	grew := s.LastFifthP50Ms > MaxLatencyGrowth*s.FirstFifthP50Ms+LatencyGrowthSlackMs
-	backlog := !math.IsNaN(s.RawP50Ms) && s.LastFifthP50Ms > MaxLatencyGrowth*s.RawP50Ms+LatencyGrowthSlackMs
+	grew, backlog := s.Unsustained()
 	return !grew && !backlog
+}
+
+// Unsustained says why the step was not sustained: its queue grew through
+// the window, it ended with a backlog, or both; neither where Sustained.
+func (s Step) Unsustained() (grew, backlog bool) {
+	if s.Intended < 5*MinFifthCalls || math.IsNaN(s.FirstFifthP50Ms) || math.IsNaN(s.LastFifthP50Ms) {
+		return false, false
+	}
+	grew = s.LastFifthP50Ms > MaxLatencyGrowth*s.FirstFifthP50Ms+LatencyGrowthSlackMs
+	backlog = !math.IsNaN(s.RawP50Ms) && s.LastFifthP50Ms > MaxLatencyGrowth*s.RawP50Ms+LatencyGrowthSlackMs
+	return grew, backlog
 }
 
 // withinObjective is true without an objective; a NaN p99 is never within.

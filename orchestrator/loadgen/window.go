@@ -43,12 +43,9 @@ type Window struct {
 	// inside the window, whatever their status; OK the 2xx among them.
 	Completed, OK, Non2xx, SocketErrors int64
 	// Intended counts the slots intended inside the window, Unsent those
-	// of them that were never sent. Answered counts those of them that
-	// ended (a response or a socket error) in the run, the tail included: counted by intended time, a window's calls are
-	// credited to it however late they end, and the backlog of calls
-	// intended before it (the warm-up's queue of an overloaded proxy) is
-	// never credited to it, however many of them end inside it.
-	Intended, Unsent, Answered int64
+	// of them that did not end in the run (never sent, or still in flight
+	// when it stopped); see Answered.
+	Intended, Unsent int64
 	// Raw is latency from the actual send of the calls intended inside
 	// the window; Corrected is from the intended send, unsent slots
 	// included. Lateness is actual - intended send of the calls whose
@@ -78,6 +75,13 @@ func (w Window) Duration() time.Duration {
 	}
 	return w.End.Sub(w.Start)
 }
+
+// Answered counts the calls intended inside the window that ended (a
+// response or a socket error) in the run, the tail included. Counted by
+// intended time, a window's calls are credited to it however late they
+// end, and the backlog of calls intended before it (the warm-up's queue
+// of an overloaded proxy) never is, however many of them end inside it.
+func (w Window) Answered() int64 { return w.Intended - w.Unsent }
 
 // AchievedQPS is the rate of completed calls over the window.
 func (w Window) AchievedQPS() float64 {
@@ -144,8 +148,8 @@ func (r *recorder) window(qps float64, start, end, stopped time.Time) Window {
 // samples (ns), kept apart so that the windows of runs sent together can
 // be merged call by call (windowOf), not percentile by percentile.
 type tally struct {
-	completed, ok, non2xx, socketErrors, intended, unsent, answered int64
-	raw, corrected, lateness, firstFifth, lastFifth                 []float64
+	completed, ok, non2xx, socketErrors, intended, unsent int64
+	raw, corrected, lateness, firstFifth, lastFifth       []float64
 }
 
 // addCorrected adds the corrected latency of a call intended at at to
@@ -171,7 +175,7 @@ func windowOf(start, end time.Time, qps float64, tallies ...tally) Window {
 	var raw, corrected, lateness, first, last []float64
 	for _, t := range tallies {
 		w.Completed, w.OK, w.Non2xx, w.SocketErrors = w.Completed+t.completed, w.OK+t.ok, w.Non2xx+t.non2xx, w.SocketErrors+t.socketErrors
-		w.Intended, w.Unsent, w.Answered = w.Intended+t.intended, w.Unsent+t.unsent, w.Answered+t.answered
+		w.Intended, w.Unsent = w.Intended+t.intended, w.Unsent+t.unsent
 		raw, corrected, lateness = append(raw, t.raw...), append(corrected, t.corrected...), append(lateness, t.lateness...)
 		first, last = append(first, t.firstFifth...), append(last, t.lastFifth...)
 	}
@@ -199,7 +203,6 @@ func (r *recorder) tally(qps float64, start, end, stopped time.Time) tally {
 				continue
 			}
 			t.intended++
-			t.answered++
 			t.raw = append(t.raw, float64(c.end-c.start))
 			// A start a hair before the estimated intended time is the
 			// estimate's error, not an early send.

@@ -153,8 +153,8 @@ func TestWindowAboveCapacityFindsTheCapacityAndTheQueue(t *testing.T) {
 	}
 	// Most of the calls intended in the window were never answered: the
 	// queue left at its end.
-	if w.Answered >= int64(0.99*float64(w.Intended)) {
-		t.Errorf("overloaded: %d of the %d calls intended in the window answered", w.Answered, w.Intended)
+	if w.Answered() >= int64(0.99*float64(w.Intended)) {
+		t.Errorf("overloaded: %d of the %d calls intended in the window answered", w.Answered(), w.Intended)
 	}
 }
 
@@ -174,7 +174,7 @@ func TestWindowJustAboveCapacityShowsTheQueueGrowing(t *testing.T) {
 	capacity := srv.capacity()
 	growth := (spec.QPS - capacity) / capacity * 0.6 * spec.Duration.Seconds() * 1000
 	t.Logf("capacity %.1f RPS; p50 first fifth %.1f ms, last %.1f ms (model: %.0f ms more); answered %d of %d",
-		capacity, w.FirstFifth.P50Ms, w.LastFifth.P50Ms, growth, w.Answered, w.Intended)
+		capacity, w.FirstFifth.P50Ms, w.LastFifth.P50Ms, growth, w.Answered(), w.Intended)
 	if w.LastFifth.P50Ms-w.FirstFifth.P50Ms < 0.5*growth {
 		t.Errorf("p50 of the first fifth %.1f ms, of the last %.1f ms: want the last about %.0f ms higher",
 			w.FirstFifth.P50Ms, w.LastFifth.P50Ms, growth)
@@ -199,9 +199,9 @@ func TestWindowDoesNotCreditTheWarmupBacklog(t *testing.T) {
 	}
 	rec := &recorder{epoch: time.Unix(0, 0), calls: [][]call{calls}}
 	w := rec.window(10, at(500), at(1000), at(1200))
-	if w.Completed != 5 || w.Intended != 5 || w.Answered != 5 {
+	if w.Completed != 5 || w.Intended != 5 || w.Answered() != 5 {
 		t.Errorf("completed %d, intended %d, answered %d: want 5 ended in the window (the backlog), 5 intended and 5 answered",
-			w.Completed, w.Intended, w.Answered)
+			w.Completed, w.Intended, w.Answered())
 	}
 	if w.FirstFifth.P50Ms != 500 || w.LastFifth.P50Ms != 200 {
 		t.Errorf("fifths' p50 %v and %v ms, want 500 and 200", w.FirstFifth.P50Ms, w.LastFifth.P50Ms)
@@ -259,9 +259,9 @@ func TestWindowCountsFromTheCallsTimestamps(t *testing.T) {
 	if w.Completed != 5 || w.OK != 3 || w.Non2xx != 1 || w.SocketErrors != 1 {
 		t.Errorf("completed %d (ok %d, non-2xx %d, socket %d), want 5 (3, 1, 1)", w.Completed, w.OK, w.Non2xx, w.SocketErrors)
 	}
-	if w.Intended != 8 || w.Unsent != 2 || w.Answered != 6 || w.Scheduled != 8.5 || w.Length != 850*time.Millisecond {
+	if w.Intended != 8 || w.Unsent != 2 || w.Answered() != 6 || w.Scheduled != 8.5 || w.Length != 850*time.Millisecond {
 		t.Errorf("intended %d, unsent %d, answered %d, scheduled %v, length %v; want 8, 2, 6, 8.5, 850ms",
-			w.Intended, w.Unsent, w.Answered, w.Scheduled, w.Length)
+			w.Intended, w.Unsent, w.Answered(), w.Scheduled, w.Length)
 	}
 	tests := []struct {
 		name              string

@@ -40,19 +40,22 @@ type progress struct {
 	steps     map[string]int
 	baselines map[int]int
 	current   string
+	// baselinesPerRound is the Envoy baselines expected of each round:
+	// one per WAF configuration and rate it reports, its capacity knee's
+	// and each objective's.
+	baselinesPerRound float64
 	// stepsHere and lastEnd time the steps this process ran: from its
 	// start to the last step's end.
 	stepsHere int
 	lastEnd   time.Time
 }
 
-// configStep is a configuration of one round.
+// configStep is a configuration of one round, and its key in steps.
 type configStep struct {
 	round int
 	cfg   plan.Config
+	key   string
 }
-
-func (c configStep) key() string { return configKey(c.round, c.cfg.ID()) }
 
 func newProgress(p plan.Plan, j *dataset.Journal, out io.Writer) *progress {
 	return newProgressAt(p, j.Rows(), out, time.Now)
@@ -62,7 +65,10 @@ func newProgressAt(p plan.Plan, recorded []dataset.StepRow, out io.Writer, now f
 	pr := &progress{out: out, now: now, start: now(), plan: p, steps: map[string]int{}, baselines: map[int]int{}}
 	for round := range p.Rounds {
 		for _, cfg := range p.ConfigsForRound(round) {
-			pr.order = append(pr.order, configStep{round, cfg})
+			pr.order = append(pr.order, configStep{round, cfg, configKey(round, cfg.ID())})
+			if round == 0 && plan.HasWAF(cfg.Flavor) && slices.Contains(p.Flavors, plan.FlavorEnvoy) {
+				pr.baselinesPerRound += float64(1 + len(p.SLOs))
+			}
 		}
 	}
 	for _, r := range recorded {
@@ -117,19 +123,17 @@ func (p *progress) stepTime() time.Duration {
 // rounds' baselines are expected to take yet.
 func (p *progress) stepsLeft() float64 {
 	var left float64
-	rounds := map[int]bool{}
 	for _, c := range p.order {
-		rounds[c.round] = true
-		done, started := p.steps[c.key()]
+		done, started := p.steps[c.key]
 		switch {
-		case c.key() == p.current:
+		case c.key == p.current:
 			left += max(p.expectedSteps(c.cfg)-float64(done), math.Ceil(float64(done)/8))
 		case !started:
 			left += p.expectedSteps(c.cfg)
 		}
 	}
-	for round := range rounds {
-		left += max(p.expectedBaselines()-float64(p.baselines[round]), 0)
+	for round := range p.plan.Rounds {
+		left += max(p.baselinesPerRound-float64(p.baselines[round]), 0)
 	}
 	return left
 }
@@ -145,7 +149,7 @@ func (p *progress) expectedSteps(cfg plan.Config) float64 {
 	} {
 		var n, steps int
 		for _, c := range p.order {
-			if done, ok := p.steps[c.key()]; ok && c.key() != p.current && same(c.cfg) {
+			if done, ok := p.steps[c.key]; ok && c.key != p.current && same(c.cfg) {
 				n, steps = n+1, steps+done
 			}
 		}
@@ -167,22 +171,6 @@ func (p *progress) stepsGuess(cfg plan.Config) float64 {
 		return float64(len(p.plan.Ladder))
 	}
 	return 10 + 6*float64(len(p.plan.SLOs))
-}
-
-// expectedBaselines is the Envoy baselines of one round: one per WAF
-// configuration and rate it reports, its capacity knee's and each
-// objective's.
-func (p *progress) expectedBaselines() float64 {
-	if !slices.Contains(p.plan.Flavors, plan.FlavorEnvoy) {
-		return 0
-	}
-	var waf int
-	for _, c := range p.order {
-		if c.round == 0 && plan.HasWAF(c.cfg.Flavor) {
-			waf++
-		}
-	}
-	return float64(waf * (1 + len(p.plan.SLOs)))
 }
 
 func (p *progress) note(msg string) {

@@ -160,7 +160,7 @@ func (c *configRun) newRow(rate int, kind knee.Kind, sloMs float64) dataset.Step
 		LoadgenCPUS: math.NaN(), LoadgenCPUFraction: math.NaN(), AchievedRPS: math.NaN(),
 		AuditBytesPerReq: math.NaN(), ProxyDiskWriteBytesPerS: math.NaN(), ProxyCountSkewMs: math.NaN(),
 		ProxyIdleCPUSPerS: c.idleCPUPS,
-		Intended:          -1, Answered: -1, P50FirstFifthMs: math.NaN(), P50LastFifthMs: math.NaN(),
+		Intended:          -1, P50FirstFifthMs: math.NaN(), P50LastFifthMs: math.NaN(),
 	}
 }
 
@@ -258,7 +258,7 @@ func fillCounts(row *dataset.StepRow, res loadgen.Result, edges [2]edgeSample) {
 	row.P50Ms, row.P90Ms, row.P99Ms, row.P999Ms, row.MaxMs = l.P50Ms, l.P90Ms, l.P99Ms, l.P999Ms, l.MaxMs
 	row.P50RawMs, row.P99RawMs = w.Raw.P50Ms, w.Raw.P99Ms
 	row.LoadgenLatenessP99Ms, row.Unsent = w.Lateness.P99Ms, w.Unsent
-	row.Intended, row.Answered = w.Intended, w.Answered
+	row.Intended = w.Intended
 	row.P50FirstFifthMs, row.P50LastFifthMs = w.FirstFifth.P50Ms, w.LastFifth.P50Ms
 	row.LoadgenRunDelayS = w.RunDelaySeconds
 }
@@ -368,8 +368,12 @@ func failReasons(row dataset.StepRow) []string {
 	if s.Completion() < knee.MinCompletion {
 		reasons = append(reasons, fmt.Sprintf("completion %.3f < %.2f", s.Completion(), knee.MinCompletion))
 	}
-	if !s.Sustained() {
+	grew, backlog := s.Unsustained()
+	if grew {
 		reasons = append(reasons, fmt.Sprintf("not sustained: p50 rose from %.3g ms in the window's first fifth to %.3g ms in its last", s.FirstFifthP50Ms, s.LastFifthP50Ms))
+	}
+	if backlog {
+		reasons = append(reasons, fmt.Sprintf("not sustained: the window ended with a backlog, p50 %.3g ms in its last fifth for %.3g ms raw", s.LastFifthP50Ms, s.RawP50Ms))
 	}
 	if s.ErrorRatio() > knee.MaxErrorRatio {
 		reasons = append(reasons, fmt.Sprintf("error ratio %.4f > %.3f", s.ErrorRatio(), knee.MaxErrorRatio))

@@ -18,7 +18,7 @@ import (
 
 func TestWindowReasons(t *testing.T) {
 	base := dataset.StepRow{TargetRPS: 1000, WindowS: 20, Scheduled: 20000, Completed: 20000, ProxyCPUS: 10, ProxyCompleted: 20003,
-		Intended: 20000, Answered: 20000, P50FirstFifthMs: 0.5, P50LastFifthMs: 0.6,
+		Intended: 20000, P50FirstFifthMs: 0.5, P50LastFifthMs: 0.6,
 		P99Ms: 8, LoadgenLatenessP99Ms: 0.5, LoadgenRunDelayS: 3}
 	tests := []struct {
 		name   string
@@ -50,10 +50,10 @@ func TestWindowReasons(t *testing.T) {
 		// TestAttackShareUnderLoad in a loaded make test: 7 requests, 88 ms
 		// at 81 RPS, more than the fixed slack of 6.04.
 		{"a low rate's count off by a reading's delay", func(r *dataset.StepRow) {
-			r.TargetRPS, r.WindowS, r.Scheduled, r.Intended, r.Answered, r.Completed, r.ProxyCompleted, r.ProxyCPUS, r.ProxyCountSkewMs = 80, 4, 320, 320, 320, 324, 317, 1, 0
+			r.TargetRPS, r.WindowS, r.Scheduled, r.Intended, r.Completed, r.ProxyCompleted, r.ProxyCPUS, r.ProxyCountSkewMs = 80, 4, 320, 320, 324, 317, 1, 0
 		}, 1, "proxy counted 317 requests in the window, the load generator 324"},
 		{"a low rate's count off by the skew measured", func(r *dataset.StepRow) {
-			r.TargetRPS, r.WindowS, r.Scheduled, r.Intended, r.Answered, r.Completed, r.ProxyCompleted, r.ProxyCPUS, r.ProxyCountSkewMs = 80, 4, 320, 320, 320, 324, 317, 1, 90
+			r.TargetRPS, r.WindowS, r.Scheduled, r.Intended, r.Completed, r.ProxyCompleted, r.ProxyCPUS, r.ProxyCountSkewMs = 80, 4, 320, 320, 324, 317, 1, 90
 		}, 1, ""},
 		// The first default sweep's waf/full-crs/json_1k at 1,000 RPS, ten
 		// times its capacity: the warm-up's queue drained into the window
@@ -61,10 +61,10 @@ func TestWindowReasons(t *testing.T) {
 		// over, and the configuration ended without a knee. Overloaded
 		// whoever counts: a failure, not an invalid measurement.
 		{"an overloaded step, counted apart", func(r *dataset.StepRow) {
-			r.Scheduled, r.Intended, r.Completed, r.Answered, r.ProxyCompleted = 5000, 5000, 489, 480, 509
+			r.Scheduled, r.Intended, r.Completed, r.Unsent, r.ProxyCompleted = 5000, 5000, 489, 4520, 509
 		}, 1, ""},
 		{"counted apart, the proxy's count a pass", func(r *dataset.StepRow) {
-			r.Scheduled, r.Intended, r.Completed, r.Answered, r.ProxyCompleted = 5000, 5000, 4800, 4800, 4990
+			r.Scheduled, r.Intended, r.Completed, r.Unsent, r.ProxyCompleted = 5000, 5000, 4800, 200, 4990
 		}, 1, "proxy counted 4990 requests in the window, the load generator 4800"},
 		{"counted apart, the queue growing", func(r *dataset.StepRow) {
 			r.ProxyCompleted, r.P50FirstFifthMs, r.P50LastFifthMs = 21000, 3, 900
@@ -102,7 +102,7 @@ func TestFillCountsTakesTheWindow(t *testing.T) {
 	}
 	res := loadgen.Result{Completed: 1700, Non2xx: 9, SocketsOpened: 8, P99Ms: 1, Window: &loadgen.Window{
 		Start: start, End: start.Add(10 * time.Second), Scheduled: 1000.4,
-		Completed: 998, OK: 996, Non2xx: 1, SocketErrors: 1, Unsent: 2, Intended: 1001, Answered: 999,
+		Completed: 998, OK: 996, Non2xx: 1, SocketErrors: 1, Unsent: 2, Intended: 1001,
 		FirstFifth: loadgen.Latency{P50Ms: 1.5}, LastFifth: loadgen.Latency{P50Ms: 2.5},
 		Corrected: loadgen.Latency{P50Ms: 2, P99Ms: 40}, Raw: loadgen.Latency{P50Ms: 1, P99Ms: 5},
 		Lateness: loadgen.Latency{P99Ms: 35}, RunDelaySeconds: 0.02,
@@ -112,7 +112,7 @@ func TestFillCountsTakesTheWindow(t *testing.T) {
 	want := dataset.StepRow{
 		WindowS: 10, Scheduled: 1000, Completed: 998, Non2xx: 1, SocketErrors: 1, SocketsOpened: 8, AchievedRPS: 99.8,
 		P50Ms: 2, P99Ms: 40, P50RawMs: 1, P99RawMs: 5, LoadgenLatenessP99Ms: 35, Unsent: 2, ProxyCompleted: 999, ProxyCountSkewMs: 6, LoadgenRunDelayS: 0.02,
-		Intended: 1001, Answered: 999, P50FirstFifthMs: 1.5, P50LastFifthMs: 2.5,
+		Intended: 1001, P50FirstFifthMs: 1.5, P50LastFifthMs: 2.5,
 	}
 	if !reflect.DeepEqual(row, want) {
 		t.Errorf("row\n%+v\nwant\n%+v", row, want)
@@ -308,4 +308,38 @@ func testJournal(t *testing.T) *dataset.Journal {
 	}
 	t.Cleanup(func() { journal.Close() })
 	return journal
+}
+
+// A step that was not sustained says which way: its queue grew through
+// the window, or the window ended with a backlog.
+func TestFailReasonsNameTheQueue(t *testing.T) {
+	base := dataset.StepRow{TargetRPS: 630, WindowS: 5, Scheduled: 3150, Completed: 3150, Intended: 3150,
+		P50FirstFifthMs: 3, P50LastFifthMs: 4, P50RawMs: 2.5}
+	tests := []struct {
+		name       string
+		first, raw float64
+		last       float64
+		want       []string
+	}{
+		{"sustained", 3, 2.5, 4, nil},
+		{"grew", 10, 30, 60, []string{"not sustained: p50 rose from 10 ms in the window's first fifth to 60 ms in its last"}},
+		// The accelerated build on json_1k at 630 RPS: the queue the tail drained.
+		{"a backlog", 325, 103, 450, []string{"not sustained: the window ended with a backlog, p50 450 ms in its last fifth for 103 ms raw"}},
+		{"both", 3, 2.5, 40, []string{"not sustained: p50 rose from 3 ms", "not sustained: the window ended with a backlog, p50 40 ms"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			row := base
+			row.P50FirstFifthMs, row.P50RawMs, row.P50LastFifthMs = tc.first, tc.raw, tc.last
+			got := failReasons(row)
+			if len(got) != len(tc.want) {
+				t.Fatalf("reasons %q, want %q", got, tc.want)
+			}
+			for i := range got {
+				if !strings.HasPrefix(got[i], tc.want[i]) {
+					t.Errorf("reason %q, want %q", got[i], tc.want[i])
+				}
+			}
+		})
+	}
 }

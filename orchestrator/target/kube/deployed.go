@@ -293,7 +293,7 @@ func (d *deployed) RunLoad(ctx context.Context, specs []loadgen.Spec) (loadgen.R
 			return loadgen.Result{}, nil, err
 		}
 	}
-	_, client, err := d.kube.loadgenClient()
+	client, err := d.kube.loadgenClient()
 	if err != nil {
 		return loadgen.Result{}, nil, err
 	}
@@ -433,7 +433,7 @@ func (d *deployed) keepBackendLog(ctx context.Context) {
 
 // loadgenClient is the load generator's client through its port-forward,
 // reopened if it broke (an API server restart must not end the sweep).
-func (k *Kube) loadgenClient() (*corev1.Pod, remoteload.Client, error) {
+func (k *Kube) loadgenClient() (remoteload.Client, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.fortio == nil || k.fortio.Err() != nil {
@@ -443,9 +443,9 @@ func (k *Kube) loadgenClient() (*corev1.Pod, remoteload.Client, error) {
 		t, err := portforward.Open(k.opts.Config, k.client, k.opts.Spec.Namespace, k.fortioPod.Name, k.opts.Spec.Ports.Fortio)
 		if err != nil {
 			k.fortio = nil
-			return nil, remoteload.Client{}, fmt.Errorf("reopening the port-forward to the load generator: %w", err)
+			return remoteload.Client{}, fmt.Errorf("reopening the port-forward to the load generator: %w", err)
 		}
 		k.fortio = t
 	}
-	return k.fortioPod, remoteload.Client{BaseURL: k.fortio.URL(k.opts.Spec.Ports.Fortio)}, nil
+	return remoteload.Client{BaseURL: k.fortio.URL(k.opts.Spec.Ports.Fortio)}, nil
 }
