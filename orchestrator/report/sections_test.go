@@ -135,6 +135,8 @@ func TestSectionKindsRenderTheirFiles(t *testing.T) {
 	write("engine.csv", "tier,shape,bytes,fields,flavor,cpu_ns_per_req\n"+
 		"full-crs,get,0,0,stock,600000\nfull-crs,get,0,0,accelerated,300000\n"+
 		"full-crs,json_1k,1022,21,stock,9000000\nfull-crs,json_1k,1022,21,accelerated,2000000\n")
+	write("engine-rxpf.csv", "tier,shape,bytes,fields,flavor,cpu_ns_per_req\n"+
+		"full-crs,get,0,0,stock,600000\nfull-crs,get,0,0,stock-rxpf,400000\nfull-crs,get,0,0,accelerated,200000\n")
 	write("module.csv", "flavor,tier,rate_rps,rounds,proxy_us_per_req,proxy_us_min,proxy_us_max,over_envoy_us,over_envoy_us_min,over_envoy_us_max,engine_us_per_req,gap_us\n"+
 		"envoy,none,500,3,268.0,251.0,302.0,,,,,\nwaf,headers-only,500,3,442.0,381.0,454.0,152.0,113.0,191.0,12.6,139.4\n")
 	write("soak/metadata.txt", "commit: 436cd50e281e9e01bb640b6cf19f6c1c632c9624\nstarted: 2026-11-30T11:17:06Z\ncommand: make soak\ncpus: 2 x CPU\n")
@@ -146,6 +148,9 @@ func TestSectionKindsRenderTheirFiles(t *testing.T) {
 		{"engine", "engine.csv", []string{
 			"| stock | 0.6 ms | 9 ms |", "| accelerated | 0.3 ms | 2 ms |",
 			"| ratio stock / accelerated (`engine.csv`) | 2.0x | 4.5x |", "json_1k (21 fields)"}},
+		{"engine", "engine-rxpf.csv", []string{
+			"| stock-rxpf | 0.4 ms |", "| ratio stock / stock-rxpf (`engine-rxpf.csv`) | 1.5x |",
+			"| ratio stock / accelerated (`engine-rxpf.csv`) | 3.0x |", "| ratio stock-rxpf / accelerated (`engine-rxpf.csv`) | 2.0x |"}},
 		{"module-cost", "module.csv", []string{
 			"| envoy | 500 | 3 | 268 (251-302) |  |  |  |", "| waf, headers-only | 500 | 3 | 442 (381-454) | 152 (113-191) | 12.6 | 139 |"}},
 		{"soak", "soak", []string{"**`soak`** (commit 436cd50, started 2026-11-30T11:17:06Z, 2 x CPU): `make soak`",
