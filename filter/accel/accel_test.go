@@ -325,3 +325,50 @@ func TestModeAndRegistrationErrors(t *testing.T) {
 }
 
 func stateCount(a *Accelerator) int { return a.Tracked() }
+
+// countingMatcher counts the values an exact matcher is asked about.
+type countingMatcher struct {
+	exact.Matcher
+	calls *int
+}
+
+func (c countingMatcher) MatchString(v string) bool { *c.calls++; return c.Matcher.MatchString(v) }
+
+// A value that a collector sees again (three arguments with one value) is
+// decided once, and the decision is the same: the repeated value that
+// matches still blocks.
+func TestARepeatedValueIsDecidedOnce(t *testing.T) {
+	const digits = `SecRuleEngine On
+SecRule ARGS "@rx ^\d{3}$" "id:1004,phase:2,deny,status:403,log,t:none"
+`
+	calls := 0
+	counting := func(exprs []string) (Engine, error) {
+		e, err := PureGoEngine(exprs)
+		for i, d := range e.Direct {
+			if d != nil {
+				e.Direct[i] = countingMatcher{d, &calls}
+			}
+		}
+		return e, err
+	}
+	w, a, _ := buildRules(t, Prefilter, counting, digits, fstest.MapFS{})
+	for _, tt := range []struct {
+		query     string
+		wantRule  int
+		wantCalls int
+	}{
+		{"a=xyz&b=xyz&c=xyz", 0, 1},
+		{"a=xyz&b=uvw&c=xyz", 0, 2},
+		{"a=123&b=123", 1004, 1},
+	} {
+		calls = 0
+		_, it, _ := run(t, w, a, tt.query)
+		got := 0
+		if it != nil {
+			got = it.RuleID
+		}
+		if got != tt.wantRule || calls != tt.wantCalls {
+			t.Errorf("%s: blocked by %d after %d matcher calls, want %d after %d", tt.query, got, calls, tt.wantRule, tt.wantCalls)
+		}
+	}
+}

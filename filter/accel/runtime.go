@@ -50,7 +50,7 @@ type txState struct {
 	matched multimatch.Bitset
 	// memo keeps each distinct value's prefilter hits: many chains leave
 	// most values unchanged, so one scan serves all of them.
-	memo    map[string]span
+	memo    map[string]memoEntry
 	hits    []int32
 	scratch []byte
 	// wouldRemove lists, in shadow mode, the candidates a decision removed.
@@ -58,12 +58,29 @@ type txState struct {
 	disagreements int
 }
 
-type span struct{ lo, hi int32 }
+// memoEntry is one value's prefilter hits, st.hits[lo:hi], and the
+// collectors (the first 64) that have already decided their candidates on
+// it: Collect is a function of the collector and the value alone, so a
+// value a collector sees again (REQUEST_URI and REQUEST_FILENAME are often
+// the same text, and so are many values after a chain that changes
+// nothing) can set no bit the first call did not.
+type memoEntry struct {
+	lo, hi int32
+	done   uint64
+}
+
+// doneBit is collector's bit in memoEntry.done, 0 past the first 64.
+func doneBit(collector int) uint64 {
+	if collector >= 64 {
+		return 0
+	}
+	return 1 << collector
+}
 
 func (r *runtime) init(a *Accelerator) {
 	r.a = a
 	r.pool.New = func() any {
-		return &txState{matched: multimatch.NewBitset(len(a.candidates)), memo: map[string]span{}}
+		return &txState{matched: multimatch.NewBitset(len(a.candidates)), memo: map[string]memoEntry{}}
 	}
 }
 
@@ -111,14 +128,19 @@ func (a *Accelerator) Collect(tx plugintypes.TransactionState, collector int, va
 		a.observe(tx, collector, value)
 	}
 	st := a.state(tx)
-	s, ok := st.memo[value]
+	m, ok := st.memo[value]
+	bit := doneBit(collector)
+	if ok && m.done&bit != 0 {
+		return
+	}
 	if !ok {
 		lo := int32(len(st.hits))
 		st.hits, st.scratch = a.engine.Prefilter.MayMatch(value, st.hits, st.scratch)
-		s = span{lo, int32(len(st.hits))}
-		st.memo[value] = s
+		m = memoEntry{lo: lo, hi: int32(len(st.hits))}
 	}
-	hits := st.hits[s.lo:s.hi]
+	m.done |= bit
+	st.memo[value] = m
+	hits := st.hits[m.lo:m.hi]
 	for _, h := range hits {
 		i := int(h)
 		if a.collectorOf[i] != collector || len(value) < a.minLen[i] || st.matched.Has(i) || !a.inForce(i, st.level) {
