@@ -99,6 +99,7 @@ func newEngine(spec engineSpec) (*Engine, error) {
 	text = ownkeys.Directives() + text
 	wafCfg := coraza.NewWAFConfig().
 		WithRootFS(root).
+		WithDebugLogger(corazaLogger(spec.log)).
 		WithDirectives(text)
 	if spec.logRules && spec.log != nil {
 		wafCfg = wafCfg.WithErrorCallback(matchedRuleLogger(spec.log))
