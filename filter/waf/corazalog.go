@@ -18,7 +18,7 @@ import (
 //
 // It also spares the rule loop Coraza's per-evaluation context: Coraza
 // gives every chained rule it evaluates a logger of its own (With), whether
-// or not its debug level is on, which is about 50 allocations for a benign
+// or not its debug level is on, which is about 40 allocations for a benign
 // GET through full CRS. Context is kept for the transaction's logger (its
 // id) and dropped below it unless debug messages are on.
 func corazaLogger(log Logger) debuglog.Logger {
