@@ -315,7 +315,7 @@ func evasionCases() []evasionCase {
 	optInRoute := optInPrefix + "/api"
 	streamedGRPC := want{status: 200, reach: true, why: "stream_bodies lists the content type on this route: the body streams uninspected (filter/README.md)"}
 	streamedTunnel := want{status: 101, reach: true, why: "stream_bodies lists websocket on this route: tunnel data streams uninspected from the first byte (filter/README.md)"}
-	partial := "ProcessPartial: what is past SecRequestBodyLimit is forwarded uninspected, by the rule set's choice (filter/README.md, stream.go)"
+	partial := "ProcessPartial: what is past SecRequestBodyLimit is forwarded uninspected, by the rule set's choice (filter/README.md, filter/waf/stream.go)"
 	// lengths declares a Content-Length per extra: the one-frame form's
 	// length plus extra.
 	lengths := func(extras ...int) func(string) [][2]string {
