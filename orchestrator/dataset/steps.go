@@ -84,9 +84,10 @@ type StepRow struct {
 	// Unsent counts calls intended inside the window that did not end in
 	// the run: never sent, or still in flight when it stopped.
 	Unsent int64
-	// ProxyCompleted is the proxy's own count of requests completed in the
-	// window (Envoy's downstream_rq_completed delta); -1 when the flavor
-	// has no such counter.
+	// ProxyCompleted is the measured server's own count of requests in the
+	// window (Envoy's downstream_rq_completed delta, nginx's stub_status
+	// requests, the backend's count for direct); -1 when there was no such
+	// counter (nginx and direct before they had one).
 	ProxyCompleted int64
 
 	ProxyCPUS         float64 // proxy CPU seconds during the measured window

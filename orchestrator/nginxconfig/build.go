@@ -45,6 +45,10 @@ type Options struct {
 	RulesFile    string
 	ListenPort   int
 	UpstreamPort int
+	// StatusPort, when set, serves nginx's request counters (stub_status)
+	// at StatusPath on loopback, in a server of its own that ModSecurity
+	// does not inspect.
+	StatusPort int
 	// CPUs: one worker per CPU, each pinned to its own CPU. Empty means a
 	// single unpinned worker.
 	CPUs []int
@@ -68,6 +72,9 @@ type Options struct {
 	BodyBufferBytes   int64
 	WorkerConnections int
 }
+
+// StatusPath is where the status server (Options.StatusPort) answers.
+const StatusPath = "/nginx_status"
 
 // Files inside RunDir.
 const (
@@ -109,6 +116,9 @@ func (o Options) validate() error {
 		if port < 1 || port > 65535 {
 			errs = append(errs, fmt.Errorf("%s %d out of range 1-65535", name, port))
 		}
+	}
+	if o.StatusPort != 0 && (o.StatusPort < 1 || o.StatusPort > 65535 || o.StatusPort == o.ListenPort || o.StatusPort == o.UpstreamPort) {
+		errs = append(errs, fmt.Errorf("StatusPort %d is out of range 1-65535 or another port's", o.StatusPort))
 	}
 	if o.ListenPort == o.UpstreamPort {
 		errs = append(errs, fmt.Errorf("ListenPort and UpstreamPort are both %d", o.ListenPort))
@@ -167,12 +177,13 @@ func Build(o Options) (string, error) {
 	}
 	data := struct {
 		Options
-		Workers  int
-		Affinity string
-		PIDFile  string
-		ErrorLog string
-		TempDir  string
-	}{Options: o, Workers: o.Workers(), PIDFile: o.PIDFile(), ErrorLog: o.ErrorLog(), TempDir: filepath.Join(o.RunDir, tempDirName)}
+		Workers    int
+		Affinity   string
+		PIDFile    string
+		ErrorLog   string
+		TempDir    string
+		StatusPath string
+	}{Options: o, Workers: o.Workers(), PIDFile: o.PIDFile(), ErrorLog: o.ErrorLog(), TempDir: filepath.Join(o.RunDir, tempDirName), StatusPath: StatusPath}
 	if len(o.CPUs) > 0 {
 		data.Affinity = affinityMasks(o.CPUs)
 	}
@@ -280,5 +291,14 @@ http {
             proxy_pass http://backend;
         }
     }
+{{- if .StatusPort}}
+
+    server {
+        listen 127.0.0.1:{{.StatusPort}};
+        location = {{.StatusPath}} {
+            stub_status;
+        }
+    }
+{{- end}}
 }
 `))

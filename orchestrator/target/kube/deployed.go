@@ -245,12 +245,19 @@ func (d *deployed) ProxyCores() float64 {
 }
 
 // ProxyCompleted reads Envoy's downstream_rq_completed through the admin
-// port-forward (the direct flavor has no proxy to count).
+// port-forward; for the direct flavor, the backend's own count through its
+// stats port-forward (it is the server measured).
 func (d *deployed) ProxyCompleted() (int64, error) {
-	if d.admin == nil {
+	if d.admin != nil {
+		return d.admin.DownstreamCompleted(envoyconfig.HTTPStatPrefix)
+	}
+	if d.pod != nil {
 		return -1, nil
 	}
-	return d.admin.DownstreamCompleted(envoyconfig.HTTPStatPrefix)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := d.kube.readBackendStats(ctx)
+	return st.Requests, err
 }
 
 // waitReady polls Envoy's admin /ready through the port-forward.

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wafsweep/wafsweep/orchestrator/backend"
 	"github.com/wafsweep/wafsweep/orchestrator/procstat"
 )
 
@@ -22,14 +23,16 @@ import (
 type backendProcess struct {
 	cmd      *exec.Cmd
 	address  string
+	stats    string // its stats listener, http://ADDR
 	portNum  int
 	waitDone chan struct{}
 }
 
-// startBackendProcess runs command with --listen 127.0.0.1:0 and waits for
-// its "listening on ADDR" line.
+// startBackendProcess runs command with --listen 127.0.0.1:0 and
+// --stats-listen 127.0.0.1:0 and waits for its "listening on ADDR" and
+// "stats on ADDR" lines.
 func startBackendProcess(ctx context.Context, command []string, cpus []int, runDir string) (*backendProcess, error) {
-	args := append(append([]string(nil), command[1:]...), "--listen", "127.0.0.1:0")
+	args := append(append([]string(nil), command[1:]...), "--listen", "127.0.0.1:0", "--stats-listen", "127.0.0.1:0")
 	cmd := exec.Command(command[0], args...)
 	// The backend dies with the sweep, even on SIGKILL.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -51,19 +54,27 @@ func startBackendProcess(ctx context.Context, command []string, cpus []int, runD
 		return nil, fmt.Errorf("%s: %w", command[0], err)
 	}
 	b := &backendProcess{cmd: cmd, waitDone: make(chan struct{})}
-	addr := make(chan string, 1)
+	addrs := make(chan [2]string, 1)
 	go func() {
+		var listening, stats string
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			if a, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
-				addr <- strings.TrimSpace(a)
+			if a, ok := strings.CutPrefix(sc.Text(), "listening on "); ok && listening == "" {
+				listening = strings.TrimSpace(a)
+			}
+			if a, ok := strings.CutPrefix(sc.Text(), "stats on "); ok {
+				stats = strings.TrimSpace(a)
+			}
+			if listening != "" && stats != "" {
+				addrs <- [2]string{listening, stats}
+				listening = "" // reported; the rest is drained unread
 			}
 		}
 	}()
 	go func() { cmd.Wait(); close(b.waitDone) }()
 	select {
-	case a := <-addr:
-		b.address = a
+	case a := <-addrs:
+		b.address, b.stats = a[0], "http://"+a[1]
 	case <-b.waitDone:
 		return nil, fmt.Errorf("backend exited before listening (see %s)", filepath.Join(runDir, "backend.log"))
 	case <-time.After(10 * time.Second):
@@ -89,7 +100,16 @@ func startBackendProcess(ctx context.Context, command []string, cpus []int, runD
 }
 
 func (b *backendProcess) addr() string { return b.address }
-func (b *backendProcess) port() int    { return b.portNum }
+
+// requests reads how many requests the backend has answered, from its
+// stats listener.
+func (b *backendProcess) requests() (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	st, err := backend.ReadStats(ctx, b.stats)
+	return st.Requests, err
+}
+func (b *backendProcess) port() int { return b.portNum }
 
 func (b *backendProcess) cpuSeconds() float64 {
 	s, err := procstat.CPUSeconds(b.cmd.Process.Pid)

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"time"
 
 	"github.com/wafsweep/wafsweep/orchestrator/backend"
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
@@ -304,7 +305,9 @@ type deployed struct {
 	backend runningBackend
 	envoy   *envoyproc.Process
 	nginx   *nginxproc.Process
-	url     string
+	// nginxStatus counts what nginx served (its status server).
+	nginxStatus *nginxproc.StatusCounter
+	url         string
 	// auditLog is the audit log the proxy writes, "" when none.
 	auditLog string
 }
@@ -322,13 +325,22 @@ func (d *deployed) ProxyCores() float64 {
 	return float64(len(d.local.opts.ProxyCPUs))
 }
 
-// ProxyCompleted reads Envoy's downstream_rq_completed from its admin
-// interface (nginx and the direct flavor have no such counter here).
+// ProxyCompleted reads the count of requests the measured server
+// answered: Envoy's downstream_rq_completed from its admin interface,
+// nginx's request counter from its status server (stub_status counts a
+// request when it is read, a little before Envoy's counter would: within
+// the cross-check's slack), or for the direct flavor the backend's own
+// count (it is the server measured).
 func (d *deployed) ProxyCompleted() (int64, error) {
-	if d.envoy == nil {
-		return -1, nil
+	switch {
+	case d.envoy != nil:
+		return d.envoy.DownstreamCompleted(envoyconfig.HTTPStatPrefix)
+	case d.nginx != nil:
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return d.nginxStatus.Requests(ctx)
 	}
-	return d.envoy.DownstreamCompleted(envoyconfig.HTTPStatPrefix)
+	return d.backend.requests()
 }
 
 func (d *deployed) RunLoad(ctx context.Context, specs []loadgen.Spec) (loadgen.Result, []loadgen.Result, error) {
@@ -415,6 +427,7 @@ type runningBackend interface {
 	addr() string
 	port() int
 	cpuSeconds() float64 // negative when not measurable apart
+	requests() (int64, error)
 	stop() error
 }
 
@@ -445,6 +458,9 @@ func BackendRecent(d target.Deployed) ([]backend.RequestRecord, bool) {
 func (b inProcessBackend) addr() string        { return b.s.Addr() }
 func (b inProcessBackend) port() int           { return b.s.Port() }
 func (b inProcessBackend) cpuSeconds() float64 { return -1 }
+func (b inProcessBackend) requests() (int64, error) {
+	return b.s.Stats().Requests, nil
+}
 func (b inProcessBackend) stop() error {
 	err := b.s.Close()
 	if b.logDir == "" {

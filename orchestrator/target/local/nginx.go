@@ -47,17 +47,18 @@ func (d *deployed) startNginx(ctx context.Context, dep target.Deployment) error 
 	if err != nil {
 		return fmt.Errorf("translating tier %s for ModSecurity: %w", dep.Config.Tier, err)
 	}
-	port, err := envoyproc.FreePort()
+	ports, err := envoyproc.FreePorts(2)
 	if err != nil {
 		return err
 	}
+	port, statusPort := ports[0], ports[1]
 	workerUser, workerGroup, err := nginxWorkerUser()
 	if err != nil {
 		return err
 	}
 	opts := nginxconfig.Options{
 		ModulePath: inst.Module, RulesFile: rules.MainFile,
-		ListenPort: port, UpstreamPort: d.backend.port(),
+		ListenPort: port, UpstreamPort: d.backend.port(), StatusPort: statusPort,
 		CPUs: d.local.opts.ProxyCPUs, RunDir: runDir, User: workerUser, Group: workerGroup,
 		HTTP2: dep.HTTP2(),
 	}
@@ -79,6 +80,7 @@ func (d *deployed) startNginx(ctx context.Context, dep target.Deployment) error 
 		return fmt.Errorf("starting nginx: %w", err)
 	}
 	d.url = dep.ListenerURL(port)
+	d.nginxStatus = nginxproc.NewStatusCounter(statusPort)
 	return nil
 }
 
