@@ -121,6 +121,7 @@ type Accelerator struct {
 	unregister  func()
 	excluded    []ruleplan.Exclusion
 	dropped     []ruleplan.Dropped // left out of the rule set at load
+	ranges      idRanges           // the WAF's rule ids (UseRuleIDs); zero: remove one by one
 	markersOut  int                // markers left out of the rule files (ruleEditor)
 	folds       int                // runs of constant settings made one SecAction
 	buildTime   time.Duration
@@ -426,6 +427,18 @@ func (a *Accelerator) Built() {
 		a.unregister()
 		a.unregister = nil
 	}
+}
+
+// UseRuleIDs gives the accelerator the id of every rule of the built WAF
+// (the rules it did not read, such as the module's own, included): a
+// transaction's removals are then made as ranges of ids that hold nothing
+// else. It must be called before the first transaction.
+func (a *Accelerator) UseRuleIDs(ids []int) {
+	candidates := make([]int, len(a.candidates))
+	for i, c := range a.candidates {
+		candidates[i] = c.ID
+	}
+	a.ranges = newIDRanges(ids, candidates)
 }
 
 // Mode reports the mode.

@@ -54,7 +54,10 @@ type txState struct {
 	hits    []int32
 	scratch []byte
 	// wouldRemove lists, in shadow mode, the candidates a decision removed.
-	wouldRemove   []int
+	wouldRemove []int
+	// removing and positions are a decision's scratch space.
+	removing      []int
+	positions     []int32
 	disagreements int
 }
 
@@ -100,6 +103,7 @@ func (r *runtime) release(st *txState) {
 	clear(st.memo)
 	st.hits = st.hits[:0]
 	st.wouldRemove = st.wouldRemove[:0]
+	st.removing = st.removing[:0]
 	st.disagreements = 0
 	r.pool.Put(st)
 }
@@ -210,6 +214,7 @@ func (a *Accelerator) Decide(tx plugintypes.TransactionState, phase int) {
 		a.forget(tx, st)
 		return
 	}
+	st.removing = st.removing[:0]
 	for i, c := range a.candidates {
 		if c.Phase != phase || !a.inForce(i, st.level) {
 			continue
@@ -222,11 +227,24 @@ func (a *Accelerator) Decide(tx plugintypes.TransactionState, phase int) {
 		if a.mode == Shadow {
 			st.wouldRemove = append(st.wouldRemove, c.ID)
 		} else {
-			rm.RemoveRuleByID(c.ID)
+			st.removing = append(st.removing, i)
 		}
 	}
 	if a.mode != Shadow {
+		a.remove(tx, rm, st)
 		a.forget(tx, st)
+	}
+}
+
+// remove takes the decision's removals out of the transaction: as ranges
+// of ids when the WAF's rule ids are known (UseRuleIDs), else one by one.
+func (a *Accelerator) remove(tx plugintypes.TransactionState, rm remover, st *txState) {
+	if rr, ok := tx.(idRangeRemover); ok && a.ranges.ids != nil {
+		st.positions = a.ranges.remove(rr, rm, st.removing, st.positions)
+		return
+	}
+	for _, i := range st.removing {
+		rm.RemoveRuleByID(a.candidates[i].ID)
 	}
 }
 

@@ -119,6 +119,13 @@ func newEngine(spec engineSpec) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	if acc != nil {
+		ids, err := ruleIDs(w)
+		if err != nil {
+			return nil, err
+		}
+		acc.UseRuleIDs(ids)
+	}
 	audit, err := newAuditProbe(w)
 	if err != nil {
 		return nil, err

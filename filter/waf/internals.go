@@ -59,38 +59,69 @@ const responsePhases = types.PhaseResponseHeaders
 // hasResponseRules reports whether a rule of the built WAF runs in phase 3,
 // 4 or 5, the module's own key rules aside: those are the rules that read
 // what the response phases add (phase 5 may read the response's status and
-// headers). It reads the final rule list, after removals and action updates,
-// which the rule observer of Coraza's config (called as each rule is added)
-// would not.
+// headers).
 func hasResponseRules(w coraza.WAF) (bool, error) {
-	v, err := corazaWAF(w)
+	rules, err := readRules(w)
 	if err != nil {
 		return false, err
 	}
-	group, err := field(v, "Rules", reflect.Struct)
-	if err != nil {
-		return false, err
-	}
-	rules, err := field(group, "rules", reflect.Slice)
-	if err != nil {
-		return false, err
-	}
-	phase, err := fieldIndex(rules.Type().Elem(), "Phase_", reflect.Int)
-	if err != nil {
-		return false, err
-	}
-	id, err := fieldIndex(rules.Type().Elem(), "ID_", reflect.Int)
-	if err != nil {
-		return false, err
-	}
-	for i := range rules.Len() {
-		rule := rules.Index(i)
-		if types.RulePhase(rule.FieldByIndex(phase).Int()) >= responsePhases &&
-			!ownkeys.IsOwnRule(int(rule.FieldByIndex(id).Int())) {
+	for _, r := range rules {
+		if r.phase >= responsePhases && !ownkeys.IsOwnRule(r.id) {
 			return true, nil
 		}
 	}
 	return false, nil
+}
+
+// ruleIDs lists the id of every rule of the built WAF (0 for markers).
+func ruleIDs(w coraza.WAF) ([]int, error) {
+	rules, err := readRules(w)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int, len(rules))
+	for i, r := range rules {
+		ids[i] = r.id
+	}
+	return ids, nil
+}
+
+// ruleInfo is what the module reads of a built rule.
+type ruleInfo struct {
+	id    int
+	phase types.RulePhase
+}
+
+// readRules reads the built WAF's final rule list, after removals and
+// action updates, which the rule observer of Coraza's config (called as
+// each rule is added) would not see.
+func readRules(w coraza.WAF) ([]ruleInfo, error) {
+	v, err := corazaWAF(w)
+	if err != nil {
+		return nil, err
+	}
+	group, err := field(v, "Rules", reflect.Struct)
+	if err != nil {
+		return nil, err
+	}
+	rules, err := field(group, "rules", reflect.Slice)
+	if err != nil {
+		return nil, err
+	}
+	phase, err := fieldIndex(rules.Type().Elem(), "Phase_", reflect.Int)
+	if err != nil {
+		return nil, err
+	}
+	id, err := fieldIndex(rules.Type().Elem(), "ID_", reflect.Int)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ruleInfo, rules.Len())
+	for i := range out {
+		rule := rules.Index(i)
+		out[i] = ruleInfo{id: int(rule.FieldByIndex(id).Int()), phase: types.RulePhase(rule.FieldByIndex(phase).Int())}
+	}
+	return out, nil
 }
 
 // auditProbe reads a transaction's own audit engine setting, which a rule's
