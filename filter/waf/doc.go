@@ -11,7 +11,7 @@
 // A stream's code, by concern: decision.go (what a hook returns to the
 // binding), stream.go (the request's hooks, in the order Envoy calls them),
 // response.go (the response's), replies.go (interruptions and local
-// replies), lifecycle.go (completion, release, the body budget, timers and
+// replies), complete.go (completion, release, the body budget, timers and
 // logs), requestline.go (how Envoy's request becomes Coraza's request line);
 // streambodies.go decides what is streamed uninspected.
 package waf
