@@ -104,7 +104,12 @@ type StepRow struct {
 	ProxyThrottledS float64
 	// StealS is the hypervisor's steal from the measured CPUs during the
 	// window (NaN where it cannot be read).
-	StealS                 float64
+	StealS float64
+	// StealPeakShare is the most the hypervisor took from the measured
+	// CPUs in any one second of the window, in seconds per second (a
+	// share of one CPU, summed over them); NaN where it was not read
+	// every second (Kubernetes targets, and datasets from before it).
+	StealPeakShare         float64
 	ProxyRSSPeakMB         float64 // peak during the step
 	ProxyRSSLifetimePeakMB float64 // peak since the proxy started (rule compilation included)
 	LoadgenCPUS            float64
@@ -295,6 +300,7 @@ var stepSchema = slices.Concat(schema[StepRow]{
 	added(unknownIfEmpty(int64Col("intended", func(r *sr) *int64 { return &r.Intended }))),
 	added(floatCol("p50_first_fifth_ms", func(r *sr) *float64 { return &r.P50FirstFifthMs })),
 	added(floatCol("p50_last_fifth_ms", func(r *sr) *float64 { return &r.P50LastFifthMs })),
+	added(floatCol("cpu_steal_peak_share", func(r *sr) *float64 { return &r.StealPeakShare })),
 })
 
 // StepsHeader is the header of steps.csv, in column order.

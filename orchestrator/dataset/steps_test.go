@@ -25,7 +25,7 @@ func TestStepsHeaderIsTheDeclaredSchema(t *testing.T) {
 		"proxy_rss_lifetime_peak_mb", "loadgen_cpu_s", "loadgen_cpu_fraction", "loadgen_run_delay_s", "proxy_restarted",
 		"verdict", "reasons", "raw_file", "audit_bytes_per_req", "proxy_disk_write_bytes_per_s", "protocol", "tls",
 		"attack_calls", "attack_misses", "benign_blocked", "proxy_count_skew_ms",
-		"intended", "p50_first_fifth_ms", "p50_last_fifth_ms",
+		"intended", "p50_first_fifth_ms", "p50_last_fifth_ms", "cpu_steal_peak_share",
 	}
 	if got := StepsHeader(); !reflect.DeepEqual(got, want) {
 		t.Errorf("StepsHeader() = %v\nwant %v", got, want)
@@ -226,9 +226,9 @@ func TestReadStepsErrors(t *testing.T) {
 		want string
 	}{
 		{"renamed column", strings.Replace(header, "target_rps", "rps", 1) + "\n", `line 1: header column 12 is "rps", want "target_rps"`},
-		{"missing column", strings.TrimSuffix(header, ",raw_file,audit_bytes_per_req,proxy_disk_write_bytes_per_s,protocol,tls,attack_calls,attack_misses,benign_blocked,proxy_count_skew_ms,intended,p50_first_fifth_ms,p50_last_fifth_ms") + "\n", `line 1: header ends before column 50 "raw_file"`},
+		{"missing column", strings.TrimSuffix(header, ",raw_file,audit_bytes_per_req,proxy_disk_write_bytes_per_s,protocol,tls,attack_calls,attack_misses,benign_blocked,proxy_count_skew_ms,intended,p50_first_fifth_ms,p50_last_fifth_ms,cpu_steal_peak_share") + "\n", `line 1: header ends before column 50 "raw_file"`},
 		{"bad number", good.String() + strings.Replace(string(line), ",2500,", ",fast,", 1), "line 3: column target_rps"},
-		{"short row", good.String() + "sw-1,0,c\n", "line 3: 3 fields, want 61"},
+		{"short row", good.String() + "sw-1,0,c\n", "line 3: 3 fields, want 62"},
 		{"duplicate", good.String() + string(line), "line 3: duplicate step (round 0, config c, seq 0), first on line 2"},
 	}
 	for _, tt := range tests {

@@ -44,6 +44,7 @@ func (c *configRun) step(ctx context.Context, rate int, kind knee.Kind, sloMs fl
 		return c.invalid(row, c.precheckOK.Error()), nil, nil
 	}
 	edges := &windowEdges{deployed: c.deployed}
+	defer edges.stop()
 	runs := c.runs(rate, row.Connections)
 	specs := specsOf(runs)
 	specs[0].OnEdge = edges.sample
@@ -97,6 +98,9 @@ type edgeSample struct {
 	// countedAfter is when, after the edge, the count was asked for and
 	// when it was answered: it was read somewhere in between.
 	countedAfter [2]time.Duration
+	// stealPeak, at the window's end, is the most steal of any second of
+	// the window (stealWatch); NaN where it was not read.
+	stealPeak float64
 }
 
 // windowEdges samples the deployment at the window's two edges, from the
@@ -106,6 +110,7 @@ type windowEdges struct {
 	mu       sync.Mutex
 	samples  []edgeSample
 	err      error
+	steal    *stealWatch // from the first edge to the second
 }
 
 // sample reads the proxy's counter first: a request count moves with
@@ -122,8 +127,23 @@ func (w *windowEdges) sample(_ loadgen.Edge, at time.Time) {
 	s.usage = u
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	switch len(w.samples) {
+	case 0:
+		w.steal = watchSteal(w.deployed, stealEvery)
+	case 1:
+		s.stealPeak = w.steal.finish()
+		w.steal = nil
+	}
 	w.samples = append(w.samples, s)
 	w.err = errors.Join(w.err, countErr, err)
+}
+
+// stop ends a steal watch the window's end never ended (the run failed).
+func (w *windowEdges) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.steal.finish()
+	w.steal = nil
 }
 
 // result returns the two edges, or why they are missing.
@@ -155,7 +175,7 @@ func (c *configRun) newRow(rate int, kind knee.Kind, sloMs float64) dataset.Step
 		Scheduled: int64(math.Round(float64(rate) * c.opts.Plan.Measure.Seconds())),
 		P50Ms:     math.NaN(), P90Ms: math.NaN(), P99Ms: math.NaN(), P999Ms: math.NaN(), MaxMs: math.NaN(),
 		P50RawMs: math.NaN(), P99RawMs: math.NaN(), LoadgenLatenessP99Ms: math.NaN(), ProxyCompleted: -1,
-		LoadgenRunDelayS: math.NaN(), BackendCPUS: math.NaN(), ProxyThrottledS: math.NaN(), StealS: math.NaN(),
+		LoadgenRunDelayS: math.NaN(), BackendCPUS: math.NaN(), ProxyThrottledS: math.NaN(), StealS: math.NaN(), StealPeakShare: math.NaN(),
 		ProxyCPUS: math.NaN(), CoresPer1k: math.NaN(), ProxyRSSPeakMB: math.NaN(), ProxyRSSLifetimePeakMB: math.NaN(),
 		LoadgenCPUS: math.NaN(), LoadgenCPUFraction: math.NaN(), AchievedRPS: math.NaN(),
 		AuditBytesPerReq: math.NaN(), ProxyDiskWriteBytesPerS: math.NaN(), ProxyCountSkewMs: math.NaN(),
@@ -189,6 +209,7 @@ func (c *configRun) fill(row *dataset.StepRow, res loadgen.Result, edges [2]edge
 	if before.StealSeconds >= 0 && after.StealSeconds >= 0 {
 		row.StealS = after.StealSeconds - before.StealSeconds
 	}
+	row.StealPeakShare = edges[1].stealPeak
 	if before.ProxyThrottledSeconds >= 0 && after.ProxyThrottledSeconds >= 0 {
 		row.ProxyThrottledS = after.ProxyThrottledSeconds - before.ProxyThrottledSeconds
 	}
@@ -285,6 +306,8 @@ func windowReasons(row dataset.StepRow, proxyCores float64, p plan.Plan) []strin
 	}
 	if steal := row.StealS / row.WindowS; steal > p.MaxCPUSteal {
 		reasons = append(reasons, fmt.Sprintf("the hypervisor took %.1f%% of a CPU from the measured CPUs (limit %.0f%%)", 100*steal, 100*p.MaxCPUSteal))
+	} else if limit := stealPeakLimit(p); row.StealPeakShare > limit {
+		reasons = append(reasons, fmt.Sprintf("the hypervisor took %.0f%% of a CPU from the measured CPUs in one second of the window (limit %.0f%%)", 100*row.StealPeakShare, 100*limit))
 	}
 	reasons = append(reasons, latenessReasons(row, p)...)
 	if row.ProxyCompleted >= 0 && !countsAgree(row) && !overloaded(row) {
@@ -293,6 +316,13 @@ func windowReasons(row dataset.StepRow, proxyCores float64, p plan.Plan) []strin
 	}
 	return reasons
 }
+
+// stealPeakLimit is the most steal one second of the window may have:
+// five times the window's limit (10% of a CPU at the default 2%), at
+// least 10%; 0.1 s taken at once stalls that second's requests by as much,
+// more than a p99 of a few milliseconds can absorb. A plan that lifts the
+// window's limit (tests on shared machines) lifts this one with it.
+func stealPeakLimit(p plan.Plan) float64 { return max(0.10, 5*p.MaxCPUSteal) }
 
 // countsAgree: the proxy's count of requests completed in the window
 // matches the load generator's, within a slack for requests that straddle

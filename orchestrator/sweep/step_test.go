@@ -76,6 +76,12 @@ func TestWindowReasons(t *testing.T) {
 		{"late on a capacity step, a large share of a small p99", func(r *dataset.StepRow) { r.LoadgenLatenessP99Ms, r.P99Ms = 1.1, 1.3 }, 1, ""},
 		{"not keeping its schedule", func(r *dataset.StepRow) { r.LoadgenLatenessP99Ms = 12 }, 1, "load generator's own lateness p99 12.00 ms is over 10 ms"},
 		{"stolen CPU", func(r *dataset.StepRow) { r.StealS = 0.5 }, 1, "the hypervisor took 2.5% of a CPU from the measured CPUs"},
+		// 0.31 s taken in one second of a 20 s window: 1.55% of the window,
+		// under its limit, while that second's requests stalled.
+		{"stolen CPU in one burst", func(r *dataset.StepRow) { r.StealS, r.StealPeakShare = 0.31, 0.31 }, 1,
+			"the hypervisor took 31% of a CPU from the measured CPUs in one second of the window (limit 10%)"},
+		{"stolen CPU spread over the window", func(r *dataset.StepRow) { r.StealS, r.StealPeakShare = 0.31, 0.04 }, 1, ""},
+		{"steal not read every second", func(r *dataset.StepRow) { r.StealS, r.StealPeakShare = 0.31, math.NaN() }, 1, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -140,3 +140,12 @@ type Description struct {
 	CPUModel string
 	Cores    int
 }
+
+// StealReader is implemented by deployments that can read the steal of
+// their measured CPUs on their own, cheaply enough to do it every second
+// of the window.
+type StealReader interface {
+	// StealSeconds is the cumulative time the hypervisor took from the
+	// measured CPUs; negative when it cannot be read.
+	StealSeconds() float64
+}

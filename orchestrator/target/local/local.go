@@ -391,6 +391,9 @@ func (d *deployed) auditLogBytes() int64 {
 
 // steal reads the hypervisor's steal from the measured CPUs: the proxy's,
 // or for the direct flavor the backend's when it has its own process.
+// StealSeconds implements target.StealReader.
+func (d *deployed) StealSeconds() float64 { return d.steal() }
+
 func (d *deployed) steal() float64 {
 	cpus := d.local.opts.ProxyCPUs
 	if d.envoy == nil && d.nginx == nil {
