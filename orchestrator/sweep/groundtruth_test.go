@@ -19,15 +19,10 @@ import (
 	"github.com/wafsweep/wafsweep/orchestrator/target/local"
 )
 
-// backendHelperEnv makes this test binary serve as `wafsweep backend`: the
-// calibration tests need the backend as a process of its own, pinned to its
-// own CPU, as a sweep runs it.
-const backendHelperEnv = "WAFSWEEP_TEST_BACKEND_HELPER"
-
+// The calibration tests need the backend as a process of its own, pinned
+// to its own CPU, as a sweep runs it: this test binary serves as one.
 func TestMain(m *testing.M) {
-	if os.Getenv(backendHelperEnv) == "1" {
-		os.Exit(backend.Main(os.Args[1:]))
-	}
+	backend.ServeIfHelper()
 	os.Exit(m.Run())
 }
 
@@ -45,7 +40,7 @@ func groundTruthTarget(t *testing.T, cost backend.Cost, backendCPU int) *local.L
 	if runtime.NumCPU() < 2 {
 		t.Skip("ground truth needs two CPUs: one for the load generator, one for what it measures")
 	}
-	t.Setenv(backendHelperEnv, "1")
+	t.Setenv(backend.HelperProcessEnv, "1")
 	before, err := envoyproc.Affinity(os.Getpid())
 	if err != nil {
 		t.Fatal(err)

@@ -11,14 +11,9 @@ import (
 	"github.com/wafsweep/wafsweep/orchestrator/target/local"
 )
 
-// backendHelperEnv makes this test binary serve as `wafsweep backend`, for
-// the target's backend as its own process.
-const backendHelperEnv = "WAFSWEEP_TEST_BACKEND_HELPER"
-
+// The target's backend as its own process is this test binary.
 func TestMain(m *testing.M) {
-	if os.Getenv(backendHelperEnv) == "1" {
-		os.Exit(backend.Main(os.Args[1:]))
-	}
+	backend.ServeIfHelper()
 	os.Exit(m.Run())
 }
 
@@ -27,7 +22,7 @@ func TestMain(m *testing.M) {
 // process or as its own), nginx's stub_status for nginx (less its own
 // reads), Envoy's counter for Envoy.
 func TestProxyCountsWhatItServed(t *testing.T) {
-	t.Setenv(backendHelperEnv, "1")
+	t.Setenv(backend.HelperProcessEnv, "1")
 	for _, tc := range []struct {
 		name    string
 		flavor  string
