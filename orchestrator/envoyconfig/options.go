@@ -76,12 +76,16 @@ type TLSFiles struct {
 	CertChain, PrivateKey string
 }
 
-// WAFFilter configures the Coraza dynamic module.
+// WAFFilter configures the WAF's dynamic module: corazawaf, or any other
+// a module flavor names.
 type WAFFilter struct {
 	// ModulePath is the absolute path of libcorazawaf.so, loaded through
 	// dynamic_module_config.module.local.filename (Envoy >= 1.38), so no
 	// ENVOY_DYNAMIC_MODULES_SEARCH_PATH is needed.
 	ModulePath string
+	// ModuleName is the module's dynamic_module_config.name; default
+	// "corazawaf". Envoy loads the file either way; a module may read it.
+	ModuleName string
 	// FilterName is passed to the module's config hook; default "corazawaf".
 	FilterName string
 	// ConfigJSON is the filter config, passed to the module unwrapped as a
@@ -112,6 +116,9 @@ func (o Options) withDefaults() Options {
 		waf := *o.WAF
 		if waf.FilterName == "" {
 			waf.FilterName = DefaultFilterName
+		}
+		if waf.ModuleName == "" {
+			waf.ModuleName = ModuleName
 		}
 		if waf.MetricsNamespace == "" {
 			waf.MetricsNamespace = DefaultMetricsNamespace

@@ -16,9 +16,10 @@ import (
 // moduleConfig names the module by file, so Envoy needs no search path.
 func moduleConfig(w WAFFilter) *dynamicmodulesv3.DynamicModuleConfig {
 	return &dynamicmodulesv3.DynamicModuleConfig{
-		// Envoy ignores name when module is set; kept so the config reads
-		// the same as one that relies on ENVOY_DYNAMIC_MODULES_SEARCH_PATH.
-		Name: ModuleName,
+		// Envoy finds the file by module, not by name; kept so the config
+		// reads the same as one that relies on
+		// ENVOY_DYNAMIC_MODULES_SEARCH_PATH.
+		Name: w.ModuleName,
 		Module: &corev3.AsyncDataSource{Specifier: &corev3.AsyncDataSource_Local{
 			Local: &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: w.ModulePath}},
 		}},

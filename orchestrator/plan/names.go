@@ -60,13 +60,14 @@ func Shapes() []string {
 	return []string{ShapeGet, ShapeJSON1K, ShapeJSON10K, ShapeJSON50K}
 }
 
-// HasWAF reports whether tiers apply to the flavor.
+// HasWAF reports whether tiers apply to the flavor: corazawaf's builds,
+// nginx with ModSecurity, and every module flavor (see IsBuiltIn).
 func HasWAF(flavor string) bool {
 	switch flavor {
 	case FlavorWAF, FlavorWAFAccelerated, FlavorNginxModSecurity:
 		return true
 	}
-	return false
+	return !IsBuiltIn(flavor)
 }
 
 // RunsEnvoy reports whether the flavor's proxy is Envoy.
@@ -75,13 +76,13 @@ func RunsEnvoy(flavor string) bool {
 }
 
 // LoadsModule reports whether the flavor's Envoy loads a dynamic module:
-// one of corazawaf's builds, or the no-op module.
+// one of corazawaf's builds, the no-op module, or a module flavor's.
 func LoadsModule(flavor string) bool {
 	switch flavor {
 	case FlavorEnvoyNoopModule, FlavorWAF, FlavorWAFAccelerated:
 		return true
 	}
-	return false
+	return !IsBuiltIn(flavor)
 }
 
 // IsFlavor reports whether name is a known flavor.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wafsweep/wafsweep/orchestrator/knee"
+	"github.com/wafsweep/wafsweep/orchestrator/moduleflavor"
 )
 
 // Plan is what a sweep measures and how.
@@ -77,6 +78,10 @@ type Plan struct {
 	// the attacks of each configuration's tier (see AttackShare); 0 sends
 	// benign traffic only.
 	AttackSharePct float64
+	// Modules are the plan's module flavors: any Envoy dynamic module, by
+	// its spec (package moduleflavor), swept under its name like a
+	// built-in flavor.
+	Modules []moduleflavor.Spec
 }
 
 // Default is the reference methodology of the notes.
@@ -139,6 +144,8 @@ type planJSON struct {
 	TLS      bool   `json:"tls,omitempty"`
 	// Omitted when 0: the sweeps before it sent no attack under load.
 	AttackSharePct float64 `json:"attack_share_pct,omitempty"`
+	// Omitted when none: the sweeps before it had none.
+	Modules []moduleflavor.Spec `json:"module_flavors,omitempty"`
 }
 
 // MarshalJSON writes the plan file form.
@@ -150,7 +157,7 @@ func (p Plan) MarshalJSON() ([]byte, error) {
 		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenLateness: p.MaxLoadgenLateness,
 		MaxLoadgenDelay: p.MaxLoadgenDelay.String(), MaxCPUSteal: p.MaxCPUSteal, KneeResolution: p.KneeResolution,
 		SLOs: durationStrings(p.SLOs), SLORule: omitLastRun(p.SLORule), EnvoyEnv: p.EnvoyEnv, AuditLog: p.AuditLog,
-		Protocol: omitH1(p.Protocol), TLS: p.TLS, AttackSharePct: p.AttackSharePct,
+		Protocol: omitH1(p.Protocol), TLS: p.TLS, AttackSharePct: p.AttackSharePct, Modules: p.Modules,
 	})
 }
 
@@ -167,7 +174,7 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 		Rounds: p.Rounds, Confirm: p.Confirm, MaxLoadgenCPU: p.MaxLoadgenCPU, MaxLoadgenLateness: p.MaxLoadgenLateness,
 		MaxLoadgenDelay: p.MaxLoadgenDelay.String(), MaxCPUSteal: p.MaxCPUSteal, KneeResolution: p.KneeResolution,
 		SLOs: durationStrings(p.SLOs), SLORule: p.SLORule, EnvoyEnv: slices.Clone(p.EnvoyEnv), AuditLog: p.AuditLog,
-		Protocol: p.Protocol, TLS: p.TLS, AttackSharePct: p.AttackSharePct,
+		Protocol: p.Protocol, TLS: p.TLS, AttackSharePct: p.AttackSharePct, Modules: slices.Clone(p.Modules),
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -195,7 +202,7 @@ func (p *Plan) UnmarshalJSON(data []byte) error {
 	p.Connections, p.Rounds, p.Confirm = f.Connections, f.Rounds, f.Confirm
 	p.MaxLoadgenCPU, p.MaxLoadgenLateness, p.KneeResolution = f.MaxLoadgenCPU, f.MaxLoadgenLateness, f.KneeResolution
 	p.MaxCPUSteal, p.EnvoyEnv, p.AuditLog = f.MaxCPUSteal, f.EnvoyEnv, f.AuditLog
-	p.Protocol, p.TLS, p.AttackSharePct = f.Protocol, f.TLS, f.AttackSharePct
+	p.Protocol, p.TLS, p.AttackSharePct, p.Modules = f.Protocol, f.TLS, f.AttackSharePct, f.Modules
 	if p.Protocol == "" { // a plan from before the field: HTTP/1.1
 		p.Protocol = ProtocolH1
 	}

@@ -12,7 +12,8 @@ import (
 // errors.Join), each message saying how to fix it, or nil.
 func (p Plan) Validate() error {
 	var errs []error
-	errs = append(errs, checkNames("flavor", p.Flavors, Flavors())...)
+	errs = append(errs, checkNames("flavor", p.Flavors, p.knownFlavors())...)
+	errs = append(errs, p.checkModules()...)
 	errs = append(errs, p.checkTiers()...)
 	errs = append(errs, p.checkShapes()...)
 	errs = append(errs, p.checkLadder()...)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/knee"
+	"github.com/wafsweep/wafsweep/orchestrator/moduleflavor"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
 	"github.com/wafsweep/wafsweep/orchestrator/precheck"
 	"github.com/wafsweep/wafsweep/orchestrator/target"
@@ -128,7 +129,7 @@ func (c *configRun) deploy(ctx context.Context) error {
 	}
 	c.progress.note(fmt.Sprintf("deploying %s (round %d)", c.cfg.ID(), c.round))
 	c.deployed, err = c.opts.Target.Deploy(ctx, target.Deployment{Config: c.cfg, WAFConfigJSON: wafJSON, RunDir: dir,
-		AuditLog: c.auditLog(), Protocol: c.opts.Plan.Protocol, TLS: c.certs})
+		Module: moduleOf(c.opts.Plan, c.cfg), AuditLog: c.auditLog(), Protocol: c.opts.Plan.Protocol, TLS: c.certs})
 	if err != nil {
 		return fmt.Errorf("deploying %s: %w", c.cfg.ID(), err)
 	}
@@ -194,24 +195,38 @@ func (c *configRun) measureIdle(ctx context.Context) (float64, error) {
 	return (after.ProxyCPUSeconds - before.ProxyCPUSeconds) / idleWindow.Seconds(), nil
 }
 
-// wafConfig is the corazawaf filter_config of the configuration's tier.
+// wafConfig is the WAF's filter_config for the configuration's tier.
 func (c *configRun) wafConfig() (string, error) {
-	if !plan.HasWAF(c.cfg.Flavor) {
+	return WAFConfig(c.opts.Plan, c.cfg, c.opts.RulesetsDir, c.auditLog())
+}
+
+// WAFConfig is the filter_config a WAF configuration gets: the module
+// flavor's, from its spec, or corazawaf's, which includes the tier's rule
+// file and names the audit log when there is one (and which nginx's
+// flavor translates for ModSecurity). Flavors without a WAF get "".
+func WAFConfig(p plan.Plan, cfg plan.Config, rulesetsDir, auditLog string) (string, error) {
+	if !plan.HasWAF(cfg.Flavor) {
 		return "", nil
 	}
-	if c.cfg.Tier == plan.TierModuleOff {
+	tierFile := filepath.Join(rulesetsDir, cfg.Tier+".conf")
+	if spec, ok := p.Module(cfg.Flavor); ok {
+		if _, err := os.Stat(tierFile); err != nil && !spec.HasTierConfig(cfg.Tier) {
+			return "", fmt.Errorf("tier %s: %w", cfg.Tier, err)
+		}
+		return spec.FilterConfig(moduleflavor.Values{Tier: cfg.Tier, TierFile: tierFile, Rulesets: rulesetsDir})
+	}
+	if cfg.Tier == plan.TierModuleOff {
 		return `{"mode":"off"}`, nil
 	}
-	tierFile := filepath.Join(c.opts.RulesetsDir, c.cfg.Tier+".conf")
 	if _, err := os.Stat(tierFile); err != nil {
-		return "", fmt.Errorf("tier %s: %w", c.cfg.Tier, err)
+		return "", fmt.Errorf("tier %s: %w", cfg.Tier, err)
 	}
-	cfg := map[string]any{"directives": []string{"Include " + tierFile}}
-	if log := c.auditLog(); log != "" {
-		cfg["audit_log"] = log
-		cfg["audit_engine"] = "On" // every transaction, not only the relevant ones
+	waf := map[string]any{"directives": []string{"Include " + tierFile}}
+	if auditLog != "" {
+		waf["audit_log"] = auditLog
+		waf["audit_engine"] = "On" // every transaction, not only the relevant ones
 	}
-	b, err := json.Marshal(cfg)
+	b, err := json.Marshal(waf)
 	return string(b), err
 }
 

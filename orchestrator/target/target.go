@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	"github.com/wafsweep/wafsweep/orchestrator/loadgen"
+	"github.com/wafsweep/wafsweep/orchestrator/moduleflavor"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
 	"github.com/wafsweep/wafsweep/orchestrator/tlscert"
 )
@@ -25,11 +26,21 @@ type Target interface {
 	Deploy(ctx context.Context, d Deployment) (Deployed, error)
 }
 
+// ConfigValidator is a target that can have its proxy validate the config
+// of a deployment without starting it (Envoy's --mode validate), so that a
+// config a module refuses fails before a sweep starts.
+type ConfigValidator interface {
+	ValidateConfig(ctx context.Context, d Deployment) error
+}
+
 // Deployment is one configuration to deploy.
 type Deployment struct {
 	Config plan.Config
-	// WAFConfigJSON is the corazawaf filter_config for WAF flavors.
+	// WAFConfigJSON is the filter_config of WAF flavors: corazawaf's, or
+	// the module flavor's (Module).
 	WAFConfigJSON string
+	// Module is the module flavor's spec; nil for the built-in flavors.
+	Module *moduleflavor.Spec
 	// RunDir is where the deployment may write its config and logs.
 	RunDir string
 	// AuditLog is the path WAFConfigJSON names as the audit log (audit_log),

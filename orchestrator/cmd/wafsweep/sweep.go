@@ -22,6 +22,7 @@ import (
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
 	"github.com/wafsweep/wafsweep/orchestrator/modulecost"
+	"github.com/wafsweep/wafsweep/orchestrator/moduleflavor"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
 	"github.com/wafsweep/wafsweep/orchestrator/procstat"
 	"github.com/wafsweep/wafsweep/orchestrator/sweep"
@@ -40,6 +41,7 @@ type sweepFlags struct {
 	proxyCPUs, loadgenCPUs, backendCPUs   string
 	backendCost                           backend.Cost
 	envoyEnv                              []string
+	moduleFlavors                         []string // NAME=FILE
 	auditLog, tls                         bool
 	protocol, attackShare                 string
 	kube                                  kubeFlags
@@ -65,6 +67,10 @@ func parseSweepFlags(args []string, stderr io.Writer) (sweepFlags, *flag.FlagSet
 	fs.DurationVar(&f.cooldown, "cooldown", 0, "pause after each step")
 	fs.Func("envoy-env", "NAME=VALUE added to Envoy's environment, e.g. GOGC=400 for the module's Go runtime (repeat for more; part of the plan and the sweep's identity; the Go runtime's GOGC, GOMEMLIMIT, GODEBUG and GOMAXPROCS reach Envoy only this way)", func(v string) error {
 		f.envoyEnv = append(f.envoyEnv, v)
+		return nil
+	})
+	fs.Func("module-flavor", "NAME=FILE: a flavor NAME for any Envoy dynamic module, described by the JSON spec FILE (its library, module and filter names, the filter config of each tier, the environment it needs; see orchestrator/moduleflavor), then swept like the built-in flavors (added to the profile's flavors unless --flavors lists them); its spec and its library's digest are part of the plan and the sweep's identity (repeat for more; local target)", func(v string) error {
+		f.moduleFlavors = append(f.moduleFlavors, v)
 		return nil
 	})
 	fs.BoolVar(&f.auditLog, "audit-log", false, "every WAF configuration writes its JSON audit log of every transaction into its run directory, as tier full-crs-audit does (Coraza's, ModSecurity's for nginx); steps record audit bytes per request and the proxy's disk writes (part of the plan and the sweep's identity)")
@@ -195,6 +201,16 @@ func (f sweepFlags) buildPlan() (plan.Plan, error) {
 	}
 	list(f.flavors, &p.Flavors)
 	list(f.tiers, &p.Tiers)
+	if len(f.moduleFlavors) > 0 {
+		modules, err := loadModuleFlavors(f.moduleFlavors)
+		errs = append(errs, err)
+		p.Modules = modules
+		if f.flavors == "" {
+			for _, m := range modules {
+				p.Flavors = append(p.Flavors, m.Name)
+			}
+		}
+	}
 	if f.shapes != "" {
 		shapes, err := readMixFiles(splitShapes(f.shapes))
 		errs = append(errs, err)
@@ -253,6 +269,23 @@ func (f sweepFlags) buildPlan() (plan.Plan, error) {
 	}
 	errs = append(errs, p.Validate())
 	return p, errors.Join(errs...)
+}
+
+// loadModuleFlavors reads each --module-flavor NAME=FILE's spec.
+func loadModuleFlavors(args []string) ([]moduleflavor.Spec, error) {
+	var specs []moduleflavor.Spec
+	var errs []error
+	for _, arg := range args {
+		name, file, ok := strings.Cut(arg, "=")
+		if !ok || name == "" || file == "" {
+			errs = append(errs, fmt.Errorf("--module-flavor %q: write NAME=FILE, e.g. peer=peer.json", arg))
+			continue
+		}
+		spec, err := moduleflavor.Load(name, file)
+		errs = append(errs, err)
+		specs = append(specs, spec)
+	}
+	return specs, errors.Join(errs...)
 }
 
 // splitShapes is splitList for --shapes, where a mix's members are
@@ -453,8 +486,15 @@ func (f sweepFlags) sweepOptions() (sweep.Options, error) {
 	if f.sweepID != "" {
 		id = f.sweepID
 	}
-	return sweep.Options{
+	opts := sweep.Options{
 		Plan: p, Target: tgt, SweepID: id, Identity: identity, OutDir: filepath.Join(resultsDir, id), RulesetsDir: rulesets,
 		CommandLine: os.Args, Versions: versions, Progress: os.Stderr,
-	}, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), moduleValidationTimeout)
+	defer cancel()
+	return opts, sweep.CheckModuleConfigs(ctx, opts)
 }
+
+// moduleValidationTimeout bounds Envoy's validation of the module flavors'
+// configs (about a second each for full CRS).
+const moduleValidationTimeout = 5 * time.Minute

@@ -13,6 +13,8 @@ import (
 
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/modulecost"
+	"github.com/wafsweep/wafsweep/orchestrator/moduleflavor"
+	"github.com/wafsweep/wafsweep/orchestrator/moduleflavor/moduleflavortest"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
 	"github.com/wafsweep/wafsweep/orchestrator/target"
 )
@@ -86,6 +88,8 @@ func TestBadFlagsFailBeforeAnythingStarts(t *testing.T) {
 		{[]string{"--attack-share", "60%"}, "attack share 60% is out of range"},
 		{[]string{"--attack-share", "-1%"}, "attack share -1% is out of range"},
 		{[]string{"--shapes", "get,mixfile:/nonexistent.mix"}, "--shapes: mix file"},
+		{[]string{"--module-flavor", "peer"}, `--module-flavor "peer": write NAME=FILE`},
+		{[]string{"--module-flavor", "peer=/nonexistent/peer.json"}, "module flavor peer (/nonexistent/peer.json)"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -265,5 +269,57 @@ func TestMatrixProfilesReachTheSlowestConfiguration(t *testing.T) {
 			t.Errorf("%s profile's floor is %d RPS; %s %s %s passes about %d on one core", name, p.FloorRPS,
 				slowest.Flavor, slowest.Tier, slowest.Shape, capacity)
 		}
+	}
+}
+
+// --module-flavor NAME=FILE declares a flavor for any module: added to the
+// profile's flavors, or swept where --flavors names it; its library's
+// digest is in the sweep's identity, so a rebuilt library is another
+// sweep; the Kubernetes targets refuse it by name.
+func TestModuleFlavorFlag(t *testing.T) {
+	dir := t.TempDir()
+	moduleflavortest.BuildLibrary(t, dir, "libpeer.so")
+	spec := filepath.Join(dir, "peer.json")
+	if err := os.WriteFile(spec, []byte(`{"library": "libpeer.so", "module_name": "composer", "filter_name": "coraza-waf",
+		"config": {"directives": ["Include ${TIER_FILE}"]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	planOf := func(args ...string) plan.Plan {
+		t.Helper()
+		f, _, err := parseSweepFlags(args, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := f.buildPlan()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := planOf("--module-flavor", "peer="+spec)
+	if got := strings.Join(p.Flavors, ","); got != "direct,envoy,waf,waf-accelerated,peer" {
+		t.Errorf("flavors %s: want the profile's and peer", got)
+	}
+	if s, ok := p.Module("peer"); !ok || s.LibraryPath != filepath.Join(dir, "libpeer.so") {
+		t.Errorf("peer's spec %+v, %v", s, ok)
+	}
+	if got := strings.Join(planOf("--module-flavor", "peer="+spec, "--flavors", "envoy,peer").Flavors, ","); got != "envoy,peer" {
+		t.Errorf("--flavors envoy,peer: flavors %s", got)
+	}
+	before, _, err := sweepIdentity("local", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moduleflavortest.BuildLibrary(t, dir, "libpeer.so", append(moduleflavor.RequiredExports(), "rebuilt")...)
+	after, _, err := sweepIdentity("local", planOf("--module-flavor", "peer="+spec))
+	if err != nil || after == before {
+		t.Errorf("a rebuilt library keeps the sweep's identity %s (%v)", after, err)
+	}
+	f, _, err := parseSweepFlags([]string{"--target", "kind", "--module-flavor", "peer=" + spec}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.sweepOptions(); err == nil || !strings.Contains(err.Error(), "flavors peer are not available on the Kubernetes targets") {
+		t.Errorf("kind with a module flavor: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wafsweep/wafsweep/orchestrator/backend"
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
+	"github.com/wafsweep/wafsweep/orchestrator/moduleflavor"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
 )
 
@@ -26,6 +27,7 @@ func TestAttackShareUnderLoad(t *testing.T) {
 	}{
 		{plan.FlavorWAF, plan.TierFullCRS, 403},
 		{plan.FlavorEnvoy, plan.TierNone, 200},
+		{"any", plan.TierFullCRS, 403}, // the corazawaf build as a module flavor
 	} {
 		t.Run(tc.flavor, func(t *testing.T) {
 			// A quarter of 40-80 RPS over 4 s windows: every attack has
@@ -34,6 +36,9 @@ func TestAttackShareUnderLoad(t *testing.T) {
 			// RPS it did not, once in a loaded make test).
 			out := sweepAtLowRate(t, tc.flavor, func(p *plan.Plan) {
 				p.AttackSharePct, p.Measure, p.Ladder = 25, 4*time.Second, []int{40, 80}
+				if !plan.IsBuiltIn(tc.flavor) {
+					p.Modules = []moduleflavor.Spec{moduleFlavorOf(t, tc.flavor, requireModule(t), `{"directives": ["Include ${TIER_FILE}"]}`)}
+				}
 			})
 			sw, err := dataset.ReadSweep(out)
 			if err != nil {

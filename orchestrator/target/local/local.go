@@ -184,7 +184,11 @@ func (l *Local) CheckModule(p plan.Plan) error {
 				errs = append(errs, fmt.Errorf("flavor %s: %w", f, err))
 			}
 		}
-		if plan.LoadsModule(f) {
+		if spec, ok := p.Module(f); ok {
+			if _, err := os.Stat(spec.LibraryPath); err != nil {
+				errs = append(errs, fmt.Errorf("flavor %s: its library: %w", f, err))
+			}
+		} else if plan.LoadsModule(f) {
 			if module := l.ModulePath(f); module == "" {
 				errs = append(errs, fmt.Errorf("flavor %s needs its module: run `make build` or pass --module", f))
 			} else if _, err := os.Stat(module); err != nil {
@@ -272,30 +276,70 @@ func (d *deployed) startEnvoy(ctx context.Context, dep target.Deployment) error 
 	if err != nil {
 		return err
 	}
-	opts := envoyconfig.Options{AdminPort: ports[1], ListenPort: ports[0], UpstreamPort: d.backend.port()}
-	if dep.TLS != nil {
-		opts.TLS = &envoyconfig.TLSFiles{CertChain: dep.TLS.Cert, PrivateKey: dep.TLS.Key}
-	}
-	if plan.LoadsModule(dep.Config.Flavor) {
-		opts.WAF = &envoyconfig.WAFFilter{ModulePath: d.local.ModulePath(dep.Config.Flavor), ConfigJSON: dep.WAFConfigJSON}
-	}
-	bootstrap, err := envoyconfig.Build(opts)
+	cfgPath, err := d.local.writeBootstrap(dep, ports[0], ports[1], d.backend.port())
 	if err != nil {
-		return fmt.Errorf("building the Envoy bootstrap: %w", err)
-	}
-	cfgPath := filepath.Join(dep.RunDir, "envoy.json")
-	if err := envoyconfig.WriteFile(cfgPath, bootstrap); err != nil {
 		return err
 	}
 	d.envoy, err = envoyproc.Start(ctx, envoyproc.Options{
 		Binary: d.local.opts.EnvoyBinary, ConfigPath: cfgPath, LogPath: filepath.Join(dep.RunDir, "envoy.log"),
 		AdminPort: ports[1], CPUs: d.local.opts.ProxyCPUs, Concurrency: len(d.local.opts.ProxyCPUs),
-		Env: d.local.opts.EnvoyEnv,
+		Env: d.local.envoyEnv(dep),
 	})
 	if err != nil {
 		return fmt.Errorf("starting Envoy: %w", err)
 	}
 	d.url = dep.ListenerURL(ports[0])
+	return nil
+}
+
+// writeBootstrap writes the deployment's Envoy bootstrap into its run
+// directory and returns its path.
+func (l *Local) writeBootstrap(dep target.Deployment, listen, admin, upstream int) (string, error) {
+	opts := envoyconfig.Options{AdminPort: admin, ListenPort: listen, UpstreamPort: upstream}
+	if dep.TLS != nil {
+		opts.TLS = &envoyconfig.TLSFiles{CertChain: dep.TLS.Cert, PrivateKey: dep.TLS.Key}
+	}
+	switch {
+	case dep.Module != nil:
+		opts.WAF = &envoyconfig.WAFFilter{ModulePath: dep.Module.LibraryPath, ModuleName: dep.Module.ModuleName,
+			FilterName: dep.Module.FilterName, ConfigJSON: dep.WAFConfigJSON, ConfigAsStruct: dep.Module.AsStruct(),
+			MetricsNamespace: dep.Module.ModuleName}
+	case plan.LoadsModule(dep.Config.Flavor):
+		opts.WAF = &envoyconfig.WAFFilter{ModulePath: l.ModulePath(dep.Config.Flavor), ConfigJSON: dep.WAFConfigJSON}
+	}
+	bootstrap, err := envoyconfig.Build(opts)
+	if err != nil {
+		return "", fmt.Errorf("building the Envoy bootstrap: %w", err)
+	}
+	cfgPath := filepath.Join(dep.RunDir, "envoy.json")
+	return cfgPath, envoyconfig.WriteFile(cfgPath, bootstrap)
+}
+
+// envoyEnv is what Envoy's environment gets for the deployment: the
+// sweep's (the plan's), then what a module flavor's spec asks for.
+func (l *Local) envoyEnv(dep target.Deployment) []string {
+	if dep.Module == nil {
+		return l.opts.EnvoyEnv
+	}
+	return append(slices.Clone(l.opts.EnvoyEnv), dep.Module.Env...)
+}
+
+// ValidateConfig has Envoy validate the bootstrap the deployment would
+// run (`envoy --mode validate`: its module is loaded and its config hook
+// runs), without starting anything: a module flavor's config that its
+// module refuses fails before the sweep starts, with the module's words.
+func (l *Local) ValidateConfig(ctx context.Context, dep target.Deployment) error {
+	if l.envoyErr != nil {
+		return l.envoyErr
+	}
+	// Validation binds nothing; the ports only have to differ.
+	cfgPath, err := l.writeBootstrap(dep, 2, 3, 4)
+	if err != nil {
+		return err
+	}
+	if err := envoyproc.Validate(ctx, l.opts.EnvoyBinary, cfgPath, l.envoyEnv(dep)); err != nil {
+		return fmt.Errorf("%s: %w", dep.Config.ID(), err)
+	}
 	return nil
 }
 
