@@ -42,7 +42,7 @@ export CGO_ENABLED := 1
 # uses the user's cache directory.
 export CORAZAWAF_HS_CACHE := $(abspath $(BUILD))/hyperscan
 
-.PHONY: all build envoy hyperscan-dev headless-browser nginx-peer kube-binaries kube-node-packages test test-packages test-all unit e2e lint sweep sweep-run bench bench-module readme-figures clean
+.PHONY: all build envoy hyperscan-dev headless-browser nginx-peer kube-binaries kube-node-packages test test-packages test-all unit e2e lint sweep sweep-run bench bench-module detect-flavor readme-figures clean
 
 all: build
 
@@ -269,6 +269,17 @@ bench-module: envoy build
 		-engine.csv $(abspath $(MODULE_COST_DIR)/engine.csv)
 	$(WAFSWEEP) module-cost $(MODULE_COST_DIR)/engine.csv results/bench/module.csv $(MODULE_COST_DIR) $(MODULE_COST_FULL_CRS_DIR)
 	cat results/bench/module.csv
+
+# The detection tests, the evasion matrix and the CRS regression suite,
+# against another module, described as a sweep's module flavor (see
+# orchestrator/README.md, module flavors): for example
+#   make detect-flavor FLAVOR=peer=orchestrator/moduleflavor/examples/built-on-envoy-coraza.json
+# with the spec beside the peer's library. Its failures are the measurement;
+# `make test` runs the same tests against corazawaf's builds.
+detect-flavor: envoy
+	@test -n "$(FLAVOR)" || { echo 'name the module: make detect-flavor FLAVOR=NAME=SPEC.json' >&2; exit 2; }
+	-WAFSWEEP_MODULE_FLAVOR="$(FLAVOR)" ENVOY_BIN="$(abspath $(BUILD)/envoy)" $(GO) test -count=1 -timeout 60m -run '^TestEvasionMatrix$$' -v ./filter/e2e
+	-WAFSWEEP_MODULE_FLAVOR="$(FLAVOR)" ENVOY_BIN="$(abspath $(BUILD)/envoy)" $(GO) test -count=1 -timeout 60m -run '^TestCRSRegression$$' -v ./filter/crs
 
 # Long forms of the hardening tests (`make test` runs the short ones): the
 # soak for SOAK_DURATION and the stall test with STALL_DURATION runs, then

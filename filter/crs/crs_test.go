@@ -10,6 +10,8 @@ import (
 
 	schema "github.com/coreruleset/ftw-tests-schema/v2/types"
 	"github.com/coreruleset/go-ftw/v2/test"
+
+	"github.com/wafsweep/wafsweep/orchestrator/moduleflavor/moduleflavortest"
 )
 
 // ignoreListPath holds the known failures, each with its reason.
@@ -20,7 +22,14 @@ func TestCRSRegression(t *testing.T) {
 		t.Skip("the CRS regression suite sends ~14,000 requests through Envoy")
 	}
 	suite, ignored := suiteAndIgnoreList(t)
-	p := startProxy(t, filterConfig(t), startReflector(t))
+	var p *proxy
+	if spec, ok := moduleflavortest.FromEnv(t); ok {
+		// Another module: its failures are the measurement, scored against
+		// our ignore list like ours.
+		p = startEnvoy(t, envoySetup{flavor: &spec, filterConfig: moduleflavortest.Config(t, spec, crsTestDirectives), upstreamPort: startReflector(t)})
+	} else {
+		p = startProxy(t, filterConfig(t), startReflector(t))
+	}
 	rc, err := newRunnerConfig(p)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wafsweep/wafsweep/orchestrator/envoyconfig"
 	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
+	"github.com/wafsweep/wafsweep/orchestrator/moduleflavor"
 )
 
 // requireOrSkip fails under `make test` (WAFSWEEP_E2E=required) and skips
@@ -71,6 +72,9 @@ type envoySetup struct {
 	// accessLog adds envoyconfig's JSON access log (proxy.accessLogPath),
 	// flushed every 100 ms, for tests that read response code details.
 	accessLog bool
+	// flavor, when set, is the module flavor Envoy loads instead of
+	// module (its library, names and environment).
+	flavor *moduleflavor.Spec
 }
 
 func startEnvoy(t testing.TB, s envoySetup) *proxy {
@@ -94,10 +98,15 @@ func startEnvoy(t testing.TB, s envoySetup) *proxy {
 		// Envoy flushes access logs every 10 s by default.
 		flush = 100 * time.Millisecond
 	}
+	waf := &envoyconfig.WAFFilter{ModulePath: module, ConfigJSON: filterConfig}
+	var env []string
+	if f := s.flavor; f != nil {
+		waf = &envoyconfig.WAFFilter{ModulePath: f.LibraryPath, ModuleName: f.ModuleName, FilterName: f.FilterName,
+			ConfigJSON: filterConfig, ConfigAsStruct: f.AsStruct()}
+		env = f.Env
+	}
 	bootstrap, err := envoyconfig.Build(envoyconfig.Options{
-		AdminPort: ports[1], ListenPort: p.port, UpstreamPort: upstreamPort,
-		WAF:           &envoyconfig.WAFFilter{ModulePath: module, ConfigJSON: filterConfig},
-		AccessLogPath: p.accessLogPath,
+		AdminPort: ports[1], ListenPort: p.port, UpstreamPort: upstreamPort, WAF: waf, AccessLogPath: p.accessLogPath,
 	})
 	if err != nil {
 		t.Fatalf("building the Envoy bootstrap: %v", err)
@@ -119,6 +128,7 @@ func startEnvoy(t testing.TB, s envoySetup) *proxy {
 		LogLevel:          "info",
 		StartTimeout:      90 * time.Second,
 		FileFlushInterval: flush,
+		Env:               env,
 	})
 	if err != nil {
 		t.Fatalf("starting Envoy with the CRS test configuration: %v", err)

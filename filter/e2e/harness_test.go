@@ -58,14 +58,17 @@ type proxy struct {
 }
 
 type proxyOptions struct {
-	config   string // filter_config JSON
-	routes   []envoyconfig.Route
-	module   string // path; default the release module
-	logLevel string
-	asStruct bool // pass config as a google.protobuf.Struct
-	workers  int  // Envoy's --concurrency; default 2
-	env      []string
-	upgrades []string // the HCM's upgrade_configs (e.g. "websocket")
+	config string // filter_config JSON
+	routes []envoyconfig.Route
+	module string // path; default the release module
+	// moduleName and filterName are a module flavor's names (see
+	// flavorProxyOptions); empty: corazawaf's.
+	moduleName, filterName string
+	logLevel               string
+	asStruct               bool // pass config as a google.protobuf.Struct
+	workers                int  // Envoy's --concurrency; default 2
+	env                    []string
+	upgrades               []string // the HCM's upgrade_configs (e.g. "websocket")
 	// upstreamPort sends Envoy's traffic to a server of the test's own on
 	// 127.0.0.1 (one that records or answers what the standard backend
 	// cannot); 0 uses the backend started with the proxy.
@@ -113,7 +116,8 @@ func tryStartProxy(t testing.TB, o proxyOptions) (*proxy, error) {
 	p := &proxy{backend: be, port: ports[0], logPath: filepath.Join(dir, "envoy.log"), accLog: filepath.Join(dir, "access.log")}
 	bootstrap, err := envoyconfig.Build(envoyconfig.Options{
 		AdminPort: ports[1], ListenPort: ports[0], UpstreamPort: upstreamPort, Routes: o.routes,
-		WAF:           &envoyconfig.WAFFilter{ModulePath: o.module, ConfigJSON: o.config, ConfigAsStruct: o.asStruct},
+		WAF: &envoyconfig.WAFFilter{ModulePath: o.module, ModuleName: o.moduleName, FilterName: o.filterName,
+			ConfigJSON: o.config, ConfigAsStruct: o.asStruct},
 		AccessLogPath: p.accLog, UpgradeTypes: o.upgrades,
 	})
 	if err != nil {

@@ -41,3 +41,42 @@ func BuildLibrary(t testing.TB, dir, name string, funcs ...string) string {
 	}
 	return out
 }
+
+// Env names another module for the detection tests (the evasion matrix,
+// the CRS regression suite) to run against, as a sweep's module flavor:
+// NAME=FILE, FILE its spec. Unset, they run against corazawaf's builds;
+// `make detect-flavor` sets it.
+const Env = "WAFSWEEP_MODULE_FLAVOR"
+
+// FromEnv is the module flavor Env names, if any.
+func FromEnv(t testing.TB) (moduleflavor.Spec, bool) {
+	t.Helper()
+	arg := os.Getenv(Env)
+	if arg == "" {
+		return moduleflavor.Spec{}, false
+	}
+	name, file, ok := strings.Cut(arg, "=")
+	if !ok {
+		t.Fatalf("%s=%q: write NAME=FILE", Env, arg)
+	}
+	spec, err := moduleflavor.Load(name, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec, true
+}
+
+// Config is the filter config that gives spec's module the directives,
+// the way its spec gives it a tier: as the rule file ${TIER_FILE} names.
+func Config(t testing.TB, spec moduleflavor.Spec, directives []string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "rules.conf")
+	if err := os.WriteFile(file, []byte(strings.Join(directives, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	config, err := spec.FilterConfig(moduleflavor.Values{Tier: "test", TierFile: file, Rulesets: filepath.Dir(file)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return config
+}
