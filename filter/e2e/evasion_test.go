@@ -108,7 +108,9 @@ type evasionCase struct {
 	// backend's reply frames, carrying the payload.
 	frames func(payload string) []string
 	// header adds headers carrying the payload after shape's.
-	header         func(payload string) [][2]string
+	header func(payload string) [][2]string
+	// query sends the payload as the request's query string, as written.
+	query          bool
 	inResponse     bool
 	attack, benign string
 	attackWant     want
@@ -372,6 +374,13 @@ func evasionCases() []evasionCase {
 		// alike, and removes a Referer that is not a URI: a raw SQL
 		// injection there reaches neither.
 		{name: "one Referer that is not a URI (raw SQL injection)", route: "/api", header: header("Referer"), attack: sqli, benign: benignHeader, attackWant: want{status: 200, stripped: true}},
+		// A payload that spans the '=' ending a parameter's name: its name
+		// and its value each pass the rules; a page that reflects the
+		// query renders them joined (filter/waf/requestline.go).
+		{name: "query: an event handler as a parameter's name, its script the value (base64)", route: "/api", query: true,
+			attack: "%22onfocus=YWxlcnQoMSk=", benign: "focus=YWxlcnQoMSk=", attackWant: stopped},
+		{name: "query: the same after a benign parameter", route: "/api", query: true,
+			attack: "page=2&%27onmouseover=YWxlcnQoMSk=", benign: "page=2&mouseover=YWxlcnQoMSk=", attackWant: stopped},
 		{name: "two Referer headers, attack in the second", route: "/api", shape: wireRequest{headers: [][2]string{{"Referer", "https://shop.wafsweep.test/"}}}, header: header("Referer"), attack: refererSQLi, benign: benignHeader, attackWant: stopped},
 		// The client's own User-Agent comes first.
 		{name: "two User-Agent headers, attack in the second", route: "/api", header: header("User-Agent"), attack: sqli, benign: "Mozilla/5.0 (X11; Linux x86_64)", attackWant: stopped},
@@ -606,6 +615,9 @@ func runEvasion(t *testing.T, p *proxy, rec *recorder, c evasionCase, proto, pay
 	t.Helper()
 	req := c.shape
 	req.path = path
+	if c.query {
+		req.path += "?" + payload
+	}
 	req.headers = slices.Clone(req.headers)
 	if c.header != nil {
 		req.headers = append(req.headers, c.header(payload)...)
@@ -646,6 +658,11 @@ func runEvasion(t *testing.T, p *proxy, rec *recorder, c evasionCase, proto, pay
 	case c.inResponse:
 		through = strings.Contains(resp.body, payload)
 		whole = resp.body == sent
+	case c.query:
+		for _, a := range arrivals {
+			through = through || a.query == payload
+		}
+		whole = through && len(arrivals) == 1
 	case c.frames == nil: // the payload is in a header
 		for _, a := range arrivals {
 			for _, values := range a.header {

@@ -460,6 +460,7 @@ type recorder struct {
 // headers arrive, before its body: a request the proxy let start counts.
 type arrival struct {
 	method, contentType string
+	query               string      // the request target's query, as received
 	header              http.Header // as the backend's server parsed it
 	transferEncoding    []string
 	body                []byte
@@ -508,7 +509,7 @@ func (rc *recorder) at(path string) []arrival {
 }
 
 func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	a := &arrival{method: r.Method, contentType: strings.Join(r.Header.Values("Content-Type"), " | "), header: r.Header.Clone(),
+	a := &arrival{method: r.Method, query: r.URL.RawQuery, contentType: strings.Join(r.Header.Values("Content-Type"), " | "), header: r.Header.Clone(),
 		transferEncoding: r.TransferEncoding, tunnel: r.Header.Get("Upgrade") != ""}
 	rc.mu.Lock()
 	rc.arrivals[r.URL.Path] = append(rc.arrivals[r.URL.Path], a)

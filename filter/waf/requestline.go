@@ -2,6 +2,7 @@ package waf
 
 import (
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 )
@@ -78,4 +79,56 @@ func SplitAddress(addr string, fallbackPort func() int) (ip string, port int) {
 		return host, fallbackPort()
 	}
 	return strings.Trim(addr, "[]"), fallbackPort()
+}
+
+// QueryPairHeader is the request header under which rules see a query
+// argument whose name breaks out of markup or a string (nameBreaksOut),
+// as the client sent it: name, '=' and value, still percent-encoded. Its
+// ':' makes it a name no client can send (HTTP/2 pseudo-headers are
+// Envoy's, and Envoy refuses unknown ones), so no header of the request is
+// taken for it.
+const QueryPairHeader = ":query-pair"
+
+// injectedPairs calls add with each name=value pair of target's query
+// whose name, decoded, breaks out of markup or a string. An injection
+// that spans the '=' ending a name, such as a parameter named `"onfocus`
+// with the script as its value, is split by the query's syntax into a
+// name and a value that are each harmless to the rules (ARGS_NAMES,
+// ARGS); joined they are what a page that reflects the query string
+// renders. Only such pairs are joined: benign names never carry those
+// characters, so rules see nothing more (and cost nothing more) on benign
+// queries, while joining every pair, or handing rules the whole query as
+// a header, makes CRS block benign requests (941120 on a value
+// "online=yes", and on CRS's own negative test 941120-8, a name of spaces
+// and letters; 942480 on SQL words across '&'; 920274 at paranoia level 4
+// on any '?').
+func injectedPairs(target string, add func(pair string)) {
+	_, query, ok := strings.Cut(target, "?")
+	if !ok {
+		return
+	}
+	query, _, _ = strings.Cut(query, "#")
+	for query != "" {
+		var pair string
+		pair, query, _ = strings.Cut(query, "&")
+		name, _, hasValue := strings.Cut(pair, "=")
+		if hasValue && nameBreaksOut(name) {
+			add(pair)
+		}
+	}
+}
+
+// breakOut are the characters that end or open markup, a quoted string or
+// a script expression: what a reflected name needs to become code.
+const breakOut = "\"'`<>();\\"
+
+// nameBreaksOut reports whether a query argument's name, decoded as
+// Coraza decodes it for ARGS_NAMES, holds a breakOut character.
+func nameBreaksOut(name string) bool {
+	if strings.Contains(name, "%") {
+		if decoded, err := url.QueryUnescape(name); err == nil {
+			name = decoded
+		}
+	}
+	return strings.ContainsAny(name, breakOut)
 }

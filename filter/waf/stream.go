@@ -66,6 +66,7 @@ func (s *Stream) OnRequestHeaders(req RequestHead) Decision {
 	for _, h := range req.Headers {
 		s.tx.AddRequestHeader(h.Name, h.Value)
 	}
+	injectedPairs(req.Path, func(pair string) { s.tx.AddRequestHeader(QueryPairHeader, pair) })
 	if chunkedOnTheWire(req) {
 		s.tx.AddRequestHeader("Transfer-Encoding", "chunked")
 	}
