@@ -142,8 +142,10 @@ func (a *Accelerator) Collect(tx plugintypes.TransactionState, collector int, va
 		st.hits, st.scratch = a.engine.Prefilter.MayMatch(value, st.hits, st.scratch)
 		m = memoEntry{lo: lo, hi: int32(len(st.hits))}
 	}
-	m.done |= bit
-	st.memo[value] = m
+	if !ok || bit != 0 { // a collector past the first 64 changes nothing to keep
+		m.done |= bit
+		st.memo[value] = m
+	}
 	hits := st.hits[m.lo:m.hi]
 	for _, h := range hits {
 		i := int(h)
