@@ -17,6 +17,12 @@ func costStep(flavor string, rps int, cores float64, verdict string) StepRow {
 	return r
 }
 
+// served sets a step's completed calls.
+func served(r StepRow, completed int64) StepRow {
+	r.Completed = completed
+	return r
+}
+
 func TestFitCost(t *testing.T) {
 	envoy := func(rps int, cores float64) StepRow { return costStep(plan.FlavorEnvoy, rps, cores, VerdictPass) }
 	tests := []struct {
@@ -40,6 +46,10 @@ func TestFitCost(t *testing.T) {
 			0.08, 4, 0, 3, 100, 240},
 		{"two steps fit no line", []StepRow{envoy(1000, 0.2), envoy(2000, 0.3)}, math.NaN(), math.NaN(), math.NaN(), 2, 1000, 2000},
 		{"one rate fits no line", []StepRow{envoy(1000, 0.2), envoy(1000, 0.21), envoy(1000, 0.19)}, math.NaN(), math.NaN(), math.NaN(), 3, 1000, 1000},
+		// As a fixed-rate sweep reads: one target, served a call or two
+		// either side of it.
+		{"one target rate, served rates scattered about it", []StepRow{served(envoy(400, 0.142), 3999), served(envoy(400, 0.146), 4000), served(envoy(400, 0.150), 4001)},
+			math.NaN(), math.NaN(), math.NaN(), 3, 400, 400},
 		{"a falling line is no cost", []StepRow{envoy(1000, 0.4), envoy(2000, 0.3), envoy(3000, 0.2)}, math.NaN(), math.NaN(), math.NaN(), 3, 1000, 3000},
 	}
 	near := func(got, want float64) bool {
