@@ -53,6 +53,21 @@ func MachineRoots(datasetDir, repoDir string) []PathRoot {
 	return roots
 }
 
+// AddRoot adds root to roots, kept longest first, unless its path is
+// already there or is not absolute.
+func AddRoot(roots []PathRoot, root PathRoot) []PathRoot {
+	if !filepath.IsAbs(root.Path) || filepath.Clean(root.Path) == "/" {
+		return roots
+	}
+	root.Path = filepath.Clean(root.Path)
+	if slices.ContainsFunc(roots, func(o PathRoot) bool { return o.Path == root.Path }) {
+		return roots
+	}
+	roots = append(slices.Clone(roots), root)
+	slices.SortStableFunc(roots, func(a, b PathRoot) int { return cmp.Compare(len(b.Path), len(a.Path)) })
+	return roots
+}
+
 // MakePortable rewrites every text file under dir with roots replaced by
 // their placeholders. Compressed and binary files are left alone.
 func MakePortable(dir string, roots []PathRoot) error {

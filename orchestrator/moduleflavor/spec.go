@@ -57,7 +57,10 @@ type Spec struct {
 	// LibraryPath is the module file, absolute: what Envoy loads. It stays
 	// out of the JSON form, which names the library by LibraryFile and
 	// LibrarySHA256.
-	LibraryPath   string                     `json:"-"`
+	LibraryPath string `json:"-"`
+	// SpecPath is the spec file Load read, "" for a spec read back from a
+	// plan: out of the JSON form too.
+	SpecPath      string                     `json:"-"`
 	LibraryFile   string                     `json:"library"`
 	LibrarySHA256 string                     `json:"library_sha256"`
 	ModuleName    string                     `json:"module_name"`
@@ -100,13 +103,16 @@ func load(name, path string) (Spec, error) {
 	if err != nil {
 		return Spec{}, err
 	}
+	if path, err = filepath.Abs(path); err != nil {
+		return Spec{}, err
+	}
 	var f specFile
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields() // a misspelt key must not silently fall back
 	if err := dec.Decode(&f); err != nil {
 		return Spec{}, fmt.Errorf("not a spec file: %w", err)
 	}
-	s := Spec{Name: name, ModuleName: f.ModuleName, FilterName: f.FilterName, Config: f.Config,
+	s := Spec{Name: name, SpecPath: path, ModuleName: f.ModuleName, FilterName: f.FilterName, Config: f.Config,
 		TierConfigs: f.TierConfigs, ConfigType: f.ConfigType, Env: f.Env}
 	if f.Library == "" {
 		return s, errors.Join(errors.New("library: name the module file"), s.check())

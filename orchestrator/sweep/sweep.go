@@ -13,6 +13,7 @@ import (
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
 	"github.com/wafsweep/wafsweep/orchestrator/knee"
+	"github.com/wafsweep/wafsweep/orchestrator/moduleflavor"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
 	"github.com/wafsweep/wafsweep/orchestrator/report"
 	"github.com/wafsweep/wafsweep/orchestrator/target"
@@ -72,7 +73,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return err
 	}
-	roots := machineRoots(opts.OutDir)
+	roots := machineRoots(opts.OutDir, opts.Plan.Modules)
 	opts.CommandLine = slices.Clone(opts.CommandLine)
 	for i, arg := range opts.CommandLine {
 		opts.CommandLine[i] = dataset.PortableText(arg, roots)
@@ -131,13 +132,21 @@ func (r *runner) makeCerts() (release func(), err error) {
 
 // machineRoots are the paths of this machine that the dataset's files
 // must not name (see dataset.MakePortable). The repository is the one the
-// sweep runs from, when it does.
-func machineRoots(outDir string) []dataset.PathRoot {
+// sweep runs from, when it does; a module flavor's library and spec lie
+// anywhere, and are named by the flavor.
+func machineRoots(outDir string, modules []moduleflavor.Spec) []dataset.PathRoot {
 	repo, err := envoyproc.RepoRoot()
 	if err != nil {
 		repo = ""
 	}
-	return dataset.MachineRoots(outDir, repo)
+	roots := dataset.MachineRoots(outDir, repo)
+	for _, m := range modules {
+		roots = dataset.AddRoot(roots, dataset.PathRoot{Path: filepath.Dir(m.LibraryPath), Placeholder: "<module " + m.Name + ">"})
+		if m.SpecPath != "" {
+			roots = dataset.AddRoot(roots, dataset.PathRoot{Path: filepath.Dir(m.SpecPath), Placeholder: "<module spec " + m.Name + ">"})
+		}
+	}
+	return roots
 }
 
 func (r *runner) rounds(ctx context.Context) error {

@@ -12,6 +12,7 @@ import (
 	"github.com/wafsweep/wafsweep/orchestrator/dataset"
 	"github.com/wafsweep/wafsweep/orchestrator/envoyproc"
 	"github.com/wafsweep/wafsweep/orchestrator/knee"
+	"github.com/wafsweep/wafsweep/orchestrator/moduleflavor"
 	"github.com/wafsweep/wafsweep/orchestrator/plan"
 	"github.com/wafsweep/wafsweep/orchestrator/target/local"
 )
@@ -132,7 +133,7 @@ func TestTinySweepThroughRealEnvoy(t *testing.T) {
 // machine's paths, while the configurations' files are there to be read.
 func assertPortable(t *testing.T, out string) {
 	t.Helper()
-	roots := machineRoots(out)
+	roots := machineRoots(out, nil)
 	var envoyConfigs int
 	err := filepath.WalkDir(out, func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || strings.HasSuffix(path, ".gz") {
@@ -152,6 +153,21 @@ func assertPortable(t *testing.T, out string) {
 	})
 	if err != nil || envoyConfigs == 0 {
 		t.Errorf("walking %s: %v (%d Envoy configurations)", out, err, envoyConfigs)
+	}
+}
+
+// A module flavor's library and spec lie anywhere on the machine: the
+// dataset names them by the flavor.
+func TestModuleFlavorsPathsAreNamedByTheFlavor(t *testing.T) {
+	roots := machineRoots(t.TempDir(), []moduleflavor.Spec{{Name: "peer", LibraryPath: "/opt/peers/build/libcomposer.so", SpecPath: "/srv/specs/peer.json"}})
+	for in, want := range map[string]string{
+		"/opt/peers/build/libcomposer.so":  "<module peer>/libcomposer.so",
+		"peer=/srv/specs/peer.json":        "peer=<module spec peer>/peer.json",
+		"/opt/peers/buildx/libcomposer.so": "/opt/peers/buildx/libcomposer.so",
+	} {
+		if got := dataset.PortableText(in, roots); got != want {
+			t.Errorf("%s: %s, want %s", in, got, want)
+		}
 	}
 }
 
