@@ -39,7 +39,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strings"
+
+	"github.com/wafsweep/wafsweep/orchestrator/internal/envvars"
 )
 
 // Config types: how Envoy wraps the filter config for the module.
@@ -169,7 +170,7 @@ func (s Spec) check() error {
 	for _, tier := range slices.Sorted(maps.Keys(s.TierConfigs)) {
 		errs = append(errs, s.checkConfig("tier_configs."+tier, s.TierConfigs[tier]))
 	}
-	return errors.Join(append(errs, checkEnv(s.Env)...)...)
+	return errors.Join(append(errs, envvars.Check("env", "GODEBUG=cgocheck=0", s.Env)...)...)
 }
 
 // checkConfig renders a config with placeholder values, so a misspelt
@@ -186,34 +187,6 @@ func (s Spec) checkConfig(field string, cfg json.RawMessage) error {
 		return fmt.Errorf("%s: config_type struct needs a JSON object", field)
 	}
 	return nil
-}
-
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-func checkEnv(env []string) []error {
-	var errs []error
-	seen := map[string]bool{}
-	for _, e := range env {
-		k, _, ok := strings.Cut(e, "=")
-		switch {
-		case !ok || !envName.MatchString(k):
-			errs = append(errs, fmt.Errorf("env %q: write NAME=VALUE, e.g. GODEBUG=cgocheck=0", e))
-		case seen[k]:
-			errs = append(errs, fmt.Errorf("env: %s set twice: keep one", k))
-		}
-		seen[k] = true
-	}
-	return errs
-}
-
-// EnvNames are the variables the spec sets in Envoy's environment.
-func (s Spec) EnvNames() []string {
-	names := make([]string, 0, len(s.Env))
-	for _, e := range s.Env {
-		k, _, _ := strings.Cut(e, "=")
-		names = append(names, k)
-	}
-	return names
 }
 
 // AsStruct reports whether Envoy hands the module its config as a

@@ -1,10 +1,6 @@
 package plan
 
-import (
-	"fmt"
-	"regexp"
-	"strings"
-)
+import "github.com/wafsweep/wafsweep/orchestrator/internal/envvars"
 
 // goRuntimeEnv are the environment variables the Go runtime reads that
 // change what the corazawaf module costs: its collector's pacing (GOGC,
@@ -25,21 +21,7 @@ func (p Plan) EnvoyEnviron() []string {
 	return append(env, p.EnvoyEnv...)
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 // checkEnvoyEnv reports entries that are not KEY=VALUE and keys given twice.
 func checkEnvoyEnv(env []string) []error {
-	var errs []error
-	seen := map[string]bool{}
-	for _, e := range env {
-		k, _, ok := strings.Cut(e, "=")
-		switch {
-		case !ok || !envName.MatchString(k):
-			errs = append(errs, fmt.Errorf("envoy_env %q: write NAME=VALUE, e.g. GOGC=400", e))
-		case seen[k]:
-			errs = append(errs, fmt.Errorf("envoy_env: %s set twice: keep one", k))
-		}
-		seen[k] = true
-	}
-	return errs
+	return envvars.Check("envoy_env", "GOGC=400", env)
 }

@@ -3,7 +3,8 @@ package plan
 import (
 	"fmt"
 	"slices"
-	"strings"
+
+	"github.com/wafsweep/wafsweep/orchestrator/internal/envvars"
 
 	"github.com/wafsweep/wafsweep/orchestrator/moduleflavor"
 )
@@ -60,17 +61,12 @@ func (p Plan) checkModules() []error {
 		if p.AuditLog || slices.Contains(p.Tiers, TierFullCRSAudit) {
 			errs = append(errs, fmt.Errorf("module flavor %s cannot be told where to write an audit log: sweep it without audit_log and tier %s", s.Name, TierFullCRSAudit))
 		}
-		for _, name := range s.EnvNames() {
-			if slices.ContainsFunc(p.EnvoyEnv, func(e string) bool { return envKey(e) == name }) {
+		planned := envvars.Names(p.EnvoyEnv)
+		for _, name := range envvars.Names(s.Env) {
+			if slices.Contains(planned, name) {
 				errs = append(errs, fmt.Errorf("module flavor %s sets %s, which envoy_env sets too: keep one", s.Name, name))
 			}
 		}
 	}
 	return errs
-}
-
-// envKey is the variable a NAME=VALUE entry sets.
-func envKey(entry string) string {
-	k, _, _ := strings.Cut(entry, "=")
-	return k
 }

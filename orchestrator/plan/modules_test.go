@@ -51,11 +51,7 @@ func TestModuleFlavorsAreWAFsOfThePlan(t *testing.T) {
 }
 
 func TestValidateModuleFlavors(t *testing.T) {
-	tests := []struct {
-		name   string
-		mutate func(*Plan)
-		want   []string
-	}{
+	checkValidateCases(t, []validateCase{
 		{"undeclared", func(p *Plan) { p.Flavors = append(p.Flavors, "peer") }, []string{`unknown flavor "peer"`}},
 		{"declared, not swept", func(p *Plan) { p.Modules = []moduleflavor.Spec{peerSpec("peer")} },
 			[]string{"module flavor peer is declared but not swept: add it to flavors"}},
@@ -73,22 +69,7 @@ func TestValidateModuleFlavors(t *testing.T) {
 			[]string{"module flavor peer cannot be told where to write an audit log"}},
 		{"env the plan sets too", func(p *Plan) { withPeer(p); p.EnvoyEnv = []string{"GODEBUG=gctrace=1"} },
 			[]string{"module flavor peer sets GODEBUG, which envoy_env sets too"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := Default()
-			tt.mutate(&p)
-			err := p.Validate()
-			if err == nil {
-				t.Fatal("Validate() = nil")
-			}
-			for _, want := range tt.want {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("error %q does not contain %q", err, want)
-				}
-			}
-		})
-	}
+	})
 	p := Default()
 	withPeer(&p)
 	p.Tiers = []string{TierModuleOff}

@@ -55,12 +55,35 @@ func TestDefault(t *testing.T) {
 	}
 }
 
+// validateCase is a change to the default plan and what its validation
+// must say, every message at once.
+type validateCase struct {
+	name   string
+	mutate func(*Plan)
+	want   []string
+}
+
+func checkValidateCases(t *testing.T, tests []validateCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Default()
+			tt.mutate(&p)
+			err := p.Validate()
+			if err == nil {
+				t.Fatal("Validate() = nil")
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not contain %q", err, want)
+				}
+			}
+		})
+	}
+}
+
 func TestValidate(t *testing.T) {
-	tests := []struct {
-		name   string
-		mutate func(*Plan)
-		want   []string
-	}{
+	checkValidateCases(t, []validateCase{
 		{"unknown flavor", func(p *Plan) { p.Flavors = []string{"wafx"} },
 			[]string{`unknown flavor "wafx": use one of direct, envoy, envoy-noop-module, waf, waf-accelerated, nginx-modsecurity`}},
 		{"duplicate flavor", func(p *Plan) { p.Flavors = []string{"waf", "waf"} },
@@ -108,22 +131,7 @@ func TestValidate(t *testing.T) {
 			p.Ladder = []int{2000, 1000}
 			p.Measure = 0
 		}, []string{`unknown flavor "wafx"`, "ladder[1] = 1000", "measure = 0s"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := Default()
-			tt.mutate(&p)
-			err := p.Validate()
-			if err == nil {
-				t.Fatal("Validate() = nil")
-			}
-			for _, want := range tt.want {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("error %q does not contain %q", err, want)
-				}
-			}
-		})
-	}
+	})
 }
 
 func TestValidateFloor(t *testing.T) {
