@@ -121,7 +121,7 @@ type Accelerator struct {
 	unregister  func()
 	excluded    []ruleplan.Exclusion
 	dropped     []ruleplan.Dropped // left out of the rule set at load
-	ranges      idRanges           // the WAF's rule ids (UseRuleIDs); zero: remove one by one
+	ranges      idRanges           // each phase's candidates; the WAF's rule ids once UseRuleIDs gives them
 	markersOut  int                // markers left out of the rule files (ruleEditor)
 	folds       int                // runs of constant settings made one SecAction
 	buildTime   time.Duration
@@ -179,7 +179,8 @@ func New(opts Options) (*Accelerator, error) {
 	// Analyze sees the markers left out too: no skip:N may count them,
 	// and its skip windows, which run to a marker, stay as wide.
 	plan := ruleplan.Analyze(rs)
-	a := &Accelerator{mode: opts.Mode, log: opts.Log, root: root, candidates: plan.Candidates, excluded: plan.Excluded, dropped: dropped, markersOut: len(markers), folds: folds}
+	a := &Accelerator{mode: opts.Mode, log: opts.Log, root: root, candidates: plan.Candidates, excluded: plan.Excluded, dropped: dropped, markersOut: len(markers), folds: folds,
+		ranges: newIDRanges(nil, plan.Candidates)}
 	if a.log == nil {
 		a.log = discard{}
 	}
@@ -434,11 +435,7 @@ func (a *Accelerator) Built() {
 // transaction's removals are then made as ranges of ids that hold nothing
 // else. It must be called before the first transaction.
 func (a *Accelerator) UseRuleIDs(ids []int) {
-	candidates := make([]int, len(a.candidates))
-	for i, c := range a.candidates {
-		candidates[i] = c.ID
-	}
-	a.ranges = newIDRanges(ids, candidates)
+	a.ranges = newIDRanges(ids, a.candidates)
 }
 
 // Mode reports the mode.

@@ -1,6 +1,11 @@
 package accel
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+
+	"github.com/wafsweep/wafsweep/filter/accel/ruleplan"
+)
 
 // Removing a transaction's candidates one id at a time fills a map Coraza
 // makes for each transaction (over a hundred ids for a benign request
@@ -10,24 +15,39 @@ import "slices"
 // A range is only made over ids that are all removed: between its ends no
 // rule of the WAF keeps its place.
 
-// idRanges is every rule id of the built WAF, sorted, and where each
-// candidate's id is among them.
+// idRanges is every rule id of the built WAF, sorted, where each
+// candidate's id is among them, and each phase's candidates in that order,
+// so that a decision walks them once and emits each run as it ends.
 type idRanges struct {
-	ids       []int   // distinct, ascending
-	pos       []int32 // candidate -> index in ids; -1 when its id is not there
-	candidate []int   // candidate -> its id
+	ids   []int   // distinct, ascending; nil until the WAF's ids are known
+	pos   []int32 // candidate -> index in ids; -1 when its id is not there
+	order [][]int // phase -> its candidates, by pos (those without one last)
 }
 
-func newIDRanges(ruleIDs []int, candidates []int) idRanges {
-	ids := slices.Clone(ruleIDs)
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	r := idRanges{ids: ids, pos: make([]int32, len(candidates)), candidate: candidates}
-	for i, id := range candidates {
+func newIDRanges(ruleIDs []int, candidates []ruleplan.Candidate) idRanges {
+	var ids []int
+	if ruleIDs != nil {
+		ids = slices.Compact(slices.Sorted(slices.Values(ruleIDs)))
+	}
+	r := idRanges{ids: ids, pos: make([]int32, len(candidates))}
+	for i, c := range candidates {
 		r.pos[i] = -1
-		if k, found := slices.BinarySearch(ids, id); found && id > 0 {
+		if k, found := slices.BinarySearch(ids, c.ID); found && c.ID > 0 {
 			r.pos[i] = int32(k)
 		}
+		for len(r.order) <= c.Phase {
+			r.order = append(r.order, nil)
+		}
+		r.order[c.Phase] = append(r.order[c.Phase], i)
+	}
+	last := func(p int32) int32 { // no position sorts after every position
+		if p < 0 {
+			return int32(len(ids))
+		}
+		return p
+	}
+	for _, phase := range r.order {
+		slices.SortStableFunc(phase, func(a, b int) int { return cmp.Compare(last(r.pos[a]), last(r.pos[b])) })
 	}
 	return r
 }
@@ -36,27 +56,36 @@ func newIDRanges(ruleIDs []int, candidates []int) idRanges {
 // transaction type.
 type idRangeRemover interface{ RemoveRuleByIDRange(start, end int) }
 
-// remove removes the candidates listed (indexes into the candidates) from
-// tx: runs of neighbours in id order as one range each, a candidate whose
-// id the WAF's list lacks on its own. positions is scratch space, returned
-// for reuse.
-func (r idRanges) remove(tx idRangeRemover, one remover, removed []int, positions []int32) []int32 {
-	positions = positions[:0]
-	for _, i := range removed {
-		if p := r.pos[i]; p >= 0 {
-			positions = append(positions, p)
-			continue
-		}
-		one.RemoveRuleByID(r.candidate[i])
+// removeInPhase walks phase's candidates in id order and removes those
+// removed reports: each run of neighbours in the WAF's ids as one range of
+// tx, a candidate whose id the WAF's list lacks (or every one, when the
+// ids are not known or tx is nil) on its own through one.
+func (r idRanges) removeInPhase(phase int, candidates []ruleplan.Candidate, tx idRangeRemover, one remover, removed func(i int) bool) {
+	if phase < 0 || phase >= len(r.order) {
+		return
 	}
-	slices.Sort(positions)
-	for start := 0; start < len(positions); {
-		end := start
-		for end+1 < len(positions) && positions[end+1] == positions[end]+1 {
-			end++
+	ranged := tx != nil && r.ids != nil
+	var start, end int32
+	open := false
+	flush := func() {
+		if open {
+			tx.RemoveRuleByIDRange(r.ids[start], r.ids[end])
+			open = false
 		}
-		tx.RemoveRuleByIDRange(r.ids[positions[start]], r.ids[positions[end]])
-		start = end + 1
 	}
-	return positions
+	for _, i := range r.order[phase] {
+		if !removed(i) {
+			continue // it keeps its place, and so ends no run: its position does
+		}
+		switch p := r.pos[i]; {
+		case !ranged || p < 0:
+			one.RemoveRuleByID(candidates[i].ID)
+		case open && p == end+1:
+			end = p
+		default:
+			flush()
+			start, end, open = p, p, true
+		}
+	}
+	flush()
 }

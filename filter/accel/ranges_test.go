@@ -2,7 +2,10 @@ package accel
 
 import (
 	"fmt"
+	"slices"
 	"testing"
+
+	"github.com/wafsweep/wafsweep/filter/accel/ruleplan"
 )
 
 // fakeRemovals records what a decision removed.
@@ -14,24 +17,35 @@ func (f *fakeRemovals) RemoveRuleByIDRange(start, end int) {
 func (f *fakeRemovals) RemoveRuleByID(id int) { f.got = append(f.got, fmt.Sprint(id)) }
 
 func TestRemovalsAreRangesOverRemovedIDsOnly(t *testing.T) {
-	ruleIDs := []int{0, 60, 10, 20, 30, 40, 50, 0} // markers (0) and any order
-	candidates := []int{20, 30, 50, 60, 10, 99}    // 99: not a rule of the WAF
-	r := newIDRanges(ruleIDs, candidates)
+	ruleIDs := []int{0, 60, 10, 20, 30, 40, 50, 0, 70} // markers (0) and any order
+	candidates := []ruleplan.Candidate{{ID: 20, Phase: 2}, {ID: 30, Phase: 2}, {ID: 50, Phase: 2}, {ID: 60, Phase: 2},
+		{ID: 10, Phase: 2}, {ID: 99, Phase: 2}, // 99: not a rule of the WAF
+		{ID: 40, Phase: 1}, {ID: 70, Phase: 1}} // phase 1's, between phase 2's
 	for _, tc := range []struct {
+		name    string
+		ruleIDs []int
+		phase   int
 		removed []int // candidate indexes
 		want    string
 	}{
-		{[]int{0, 1}, "[20-30]"},                // neighbours
-		{[]int{0, 2}, "[20-20 50-50]"},          // 40 keeps its place between them
-		{[]int{3, 2, 1, 0, 4}, "[10-30 50-60]"}, // any order; 40 still splits
-		{[]int{5, 0}, "[99 20-20]"},             // an id the WAF lacks, alone
-		{nil, "[]"},
+		{"neighbours", ruleIDs, 2, []int{0, 1}, "[20-30]"},
+		{"a rule between keeps its place", ruleIDs, 2, []int{0, 2}, "[20-20 50-50]"},
+		{"any order; 40, of another phase, still splits", ruleIDs, 2, []int{3, 2, 1, 0, 4}, "[10-30 50-60]"},
+		{"an id the WAF lacks, alone (at once; a run when it ends)", ruleIDs, 2, []int{5, 0}, "[99 20-20]"},
+		{"a kept candidate between", ruleIDs, 2, []int{4, 1}, "[10-10 30-30]"},
+		{"the other phase", ruleIDs, 1, []int{6, 7}, "[40-40 70-70]"},
+		{"none", ruleIDs, 2, nil, "[]"},
+		{"a phase without candidates", ruleIDs, 4, []int{0}, "[]"},
+		{"ids not known: one by one", nil, 2, []int{0, 1, 4}, "[20 30 10]"},
 	} {
-		f := &fakeRemovals{}
-		r.remove(f, f, tc.removed, nil)
-		if got := fmt.Sprint(f.got); got != tc.want {
-			t.Errorf("removing %v: %s, want %s", tc.removed, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			r := newIDRanges(tc.ruleIDs, candidates)
+			f := &fakeRemovals{}
+			r.removeInPhase(tc.phase, candidates, f, f, func(i int) bool { return slices.Contains(tc.removed, i) })
+			if got := fmt.Sprint(f.got); got != tc.want {
+				t.Errorf("removing %v: %s, want %s", tc.removed, got, tc.want)
+			}
+		})
 	}
 }
 

@@ -54,10 +54,7 @@ type txState struct {
 	hits    []int32
 	scratch []byte
 	// wouldRemove lists, in shadow mode, the candidates a decision removed.
-	wouldRemove []int
-	// removing and positions are a decision's scratch space.
-	removing      []int
-	positions     []int32
+	wouldRemove   []int
 	disagreements int
 }
 
@@ -103,7 +100,6 @@ func (r *runtime) release(st *txState) {
 	clear(st.memo)
 	st.hits = st.hits[:0]
 	st.wouldRemove = st.wouldRemove[:0]
-	st.removing = st.removing[:0]
 	st.disagreements = 0
 	r.pool.Put(st)
 }
@@ -216,37 +212,25 @@ func (a *Accelerator) Decide(tx plugintypes.TransactionState, phase int) {
 		a.forget(tx, st)
 		return
 	}
-	st.removing = st.removing[:0]
-	for i, c := range a.candidates {
-		if c.Phase != phase || !a.inForce(i, st.level) {
-			continue
+	decide := func(i int) bool {
+		if !a.inForce(i, st.level) {
+			return false
 		}
 		if st.matched.Has(i) {
 			a.kept.Add(1)
-			continue
+			return false
 		}
 		a.removed.Add(1)
 		if a.mode == Shadow {
-			st.wouldRemove = append(st.wouldRemove, c.ID)
-		} else {
-			st.removing = append(st.removing, i)
+			st.wouldRemove = append(st.wouldRemove, a.candidates[i].ID)
+			return false
 		}
+		return true
 	}
+	rr, _ := tx.(idRangeRemover)
+	a.ranges.removeInPhase(phase, a.candidates, rr, rm, decide)
 	if a.mode != Shadow {
-		a.remove(tx, rm, st)
 		a.forget(tx, st)
-	}
-}
-
-// remove takes the decision's removals out of the transaction: as ranges
-// of ids when the WAF's rule ids are known (UseRuleIDs), else one by one.
-func (a *Accelerator) remove(tx plugintypes.TransactionState, rm remover, st *txState) {
-	if rr, ok := tx.(idRangeRemover); ok && a.ranges.ids != nil {
-		st.positions = a.ranges.remove(rr, rm, st.removing, st.positions)
-		return
-	}
-	for _, i := range st.removing {
-		rm.RemoveRuleByID(a.candidates[i].ID)
 	}
 }
 
